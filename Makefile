@@ -1,0 +1,37 @@
+# pyk8s: the two commands (make run, make test) and the developer ones (bench, lint).
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+DATA   ?= ./data
+# pytest workers: slow groups run in parallel where safe
+WORKERS ?= 2
+
+.PHONY: run test bench lint setup system venv clean
+
+setup: system venv
+
+system:
+	@bash scripts/setup-system.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+run: setup
+	@$(BIN)/pyk8s server --data-dir $(DATA)
+
+test: setup
+	@$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests
+
+bench: setup
+	@$(BIN)/python -m bench
+
+lint: venv
+	@$(BIN)/ruff check src tests bench
+	@$(BIN)/mypy src/pyk8s
+
+clean:
+	rm -rf $(VENV) $(DATA) .pytest_cache

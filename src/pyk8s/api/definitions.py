@@ -1,0 +1,59 @@
+"""The v1.33 OpenAPI definitions shipped by the kubernetes-validate package.
+
+One loader for every consumer (OpenAPI serving, strict decoding, strategic merge patch,
+server-side apply, explain). Definitions are JSON-Schema flavoured: `$ref` is
+`#/$defs/<name>` and nullable types are lists such as ["string", "null"].
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import orjson
+
+__all__ = ["definitions", "definition_for_gvk", "resolve_ref", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = "v1.33.0"
+
+
+def _schema_dir() -> str:
+    import kubernetes_validate
+
+    return os.path.join(
+        os.path.dirname(kubernetes_validate.__file__), "kubernetes-json-schema", f"{SCHEMA_VERSION}-local"
+    )
+
+
+@functools.cache
+def definitions() -> dict[str, dict[str, Any]]:
+    """All definitions by their upstream name, e.g. `io.k8s.api.core.v1.Pod`."""
+    with open(os.path.join(_schema_dir(), "_definitions.json"), "rb") as f:
+        return orjson.loads(f.read())["$defs"]
+
+
+@functools.cache
+def _gvk_index() -> dict[tuple[str, str, str], str]:
+    idx: dict[tuple[str, str, str], str] = {}
+    for name, d in definitions().items():
+        for gvk in d.get("x-kubernetes-group-version-kind", ()):
+            key = (gvk.get("group", ""), gvk["version"], gvk["kind"])
+            # Prefer the definition in the group's own package over meta/v1 re-exports
+            # (DeleteOptions, WatchEvent and Status are listed under every group).
+            if key not in idx or "apimachinery" in idx[key]:
+                idx[key] = name
+    return idx
+
+
+def definition_for_gvk(group: str, version: str, kind: str) -> str | None:
+    """The definition name for a group/version/kind, or None if it has no built-in schema."""
+    return _gvk_index().get((group, version, kind))
+
+
+def resolve_ref(schema: dict[str, Any]) -> dict[str, Any]:
+    """Follow a `$ref` (one level) to its definition; return the schema itself otherwise."""
+    ref = schema.get("$ref")
+    if ref:
+        return definitions()[ref.rsplit("/", 1)[-1]]
+    return schema
