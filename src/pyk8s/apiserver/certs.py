@@ -1,0 +1,535 @@
+"""The cluster PKI kept under <data-dir>/pki/: a CA, the API server's serving cert,
+an admin client cert and the service-account signing key pair.
+
+Layout follows kubeadm's names so the files look familiar:
+
+    pki/ca.crt  ca.key            cluster CA (CN=pyk8s-ca, EC P-256)
+    pki/apiserver.crt  .key       serving cert (SANs: localhost, host names/IPs, kubernetes.default.svc..., 10.96.0.1)
+    pki/admin.crt  admin.key      client cert CN=admin, O=system:masters
+    pki/sa.key  sa.pub            RSA 2048 key pair signing service-account tokens
+
+`ensure_pki` is idempotent: files are created on first start and reused afterwards; the
+serving cert is reissued only when the requested SAN set changed (or it is about to expire,
+or no longer chains to the CA).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import ipaddress
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+__all__ = [
+    "Pki",
+    "ensure_pki",
+    "issue_client_cert",
+    "ssl_server_context",
+    "ssl_client_context",
+    "serving_sans",
+    "first_service_ip",
+    "local_addresses",
+    "cert_sans",
+    "CA_NAME",
+]
+
+PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+# Long CNs (system:node:<253-char name>) are legal for Go but trip cryptography's X.520 length
+# warning on every parse; the warning is noise for us.
+warnings.filterwarnings("ignore", message="Attribute's length must be", category=UserWarning)
+
+CA_NAME = "pyk8s-ca"
+CA_VALIDITY = dt.timedelta(days=3650)
+LEAF_VALIDITY = dt.timedelta(days=365)
+# Reissue leaves this long before they expire, so a restart never serves an expired cert.
+RENEW_BEFORE = dt.timedelta(days=30)
+# Backdate notBefore to tolerate clock skew between components.
+BACKDATE = dt.timedelta(minutes=5)
+
+SERVICE_DNS_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+
+
+@dataclass
+class Pki:
+    """Paths and loaded objects of a data dir's PKI."""
+
+    dir: Path
+    ca_cert_path: Path
+    ca_key_path: Path
+    serving_cert_path: Path
+    serving_key_path: Path
+    admin_cert_path: Path
+    admin_key_path: Path
+    sa_key_path: Path
+    sa_pub_path: Path
+    ca_cert: x509.Certificate
+    ca_key: PrivateKey
+    serving_cert: x509.Certificate
+    sa_private_key: rsa.RSAPrivateKey
+    sa_public_key: rsa.RSAPublicKey
+    serving_sans: tuple[str, ...]
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.ca_cert.public_bytes(serialization.Encoding.PEM)
+
+    @property
+    def admin_cert_pem(self) -> bytes:
+        return self.admin_cert_path.read_bytes()
+
+    @property
+    def admin_key_pem(self) -> bytes:
+        return self.admin_key_path.read_bytes()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _write_atomic(path: Path, data: bytes, mode: int) -> None:
+    """Write via a temp file + rename so a crash never leaves a half-written key."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _key_pem(key: PrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+
+
+def _cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _new_ec_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _load_key(path: Path) -> PrivateKey:
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    if not isinstance(key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
+        raise ValueError(f"{path}: unsupported private key type {type(key).__name__}")
+    return key
+
+
+def _load_cert(path: Path) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(path.read_bytes())
+
+
+def _same_public_key(cert: x509.Certificate, key: PrivateKey) -> bool:
+    fmt = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return cert.public_key().public_bytes(*fmt) == key.public_key().public_bytes(*fmt)
+
+
+def _issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _needs_renewal(cert: x509.Certificate) -> bool:
+    return cert.not_valid_after_utc - RENEW_BEFORE < _now()
+
+
+def _name(cn: str, orgs: Sequence[str] = ()) -> x509.Name:
+    # X.520 caps CN at 64 chars, but node names (system:node:<253-char name>) exceed it and Go
+    # does not enforce the cap, so neither do we; an empty CN is left out.
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o, _validate=False) for o in orgs]
+    if cn:
+        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn, _validate=False))
+    return x509.Name(attrs)
+
+
+def _general_name(san: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(san))
+    except ValueError:
+        return x509.DNSName(san)
+
+
+def _norm_san(san: str) -> str:
+    """Canonical form for comparison: IPs compressed, DNS names lower-cased."""
+    try:
+        return str(ipaddress.ip_address(san))
+    except ValueError:
+        return san.strip().lower().rstrip(".")
+
+
+def cert_sans(cert: x509.Certificate) -> list[str]:
+    """The DNS and IP SANs of a certificate as strings."""
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    out: list[str] = list(ext.get_values_for_type(x509.DNSName))
+    out += [str(ip) for ip in ext.get_values_for_type(x509.IPAddress)]
+    return out
+
+
+# --------------------------------------------------------------------------- SANs
+
+
+def first_service_ip(service_cidr: str) -> str:
+    """The first usable address of the service CIDR: what the `kubernetes` Service gets (10.96.0.1).
+
+    A dual-stack value ("10.96.0.0/12,fd00::/108") uses the first (primary) range, as upstream does.
+    """
+    primary = service_cidr.split(",")[0].strip()
+    net = ipaddress.ip_network(primary, strict=False)
+    return str(net.network_address + 1)
+
+
+def _ip_json_addresses() -> list[str] | None:
+    """Global addresses from `ip -j addr`; None when the tool is unavailable or fails."""
+    ip = shutil.which("ip") or next((p for p in ("/usr/sbin/ip", "/sbin/ip") if os.path.exists(p)), None)
+    if not ip:
+        return None
+    try:
+        out = subprocess.run([ip, "-j", "addr"], capture_output=True, timeout=3, check=True).stdout
+        links = json.loads(out or b"[]")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    addrs: list[str] = []
+    for link in links:
+        for info in link.get("addr_info", []):
+            local = info.get("local")
+            if local and info.get("scope") not in ("host", "link"):
+                addrs.append(local)
+    return addrs
+
+
+def _socket_addresses(hostname: str) -> list[str]:
+    addrs: list[str] = []
+    with contextlib.suppress(OSError):
+        for *_, sockaddr in socket.getaddrinfo(hostname, None):
+            addrs.append(str(sockaddr[0]))
+    # The source address of the default route; connect() on UDP sends no packet.
+    for family, target in ((socket.AF_INET, "10.255.255.255"), (socket.AF_INET6, "fd00::1")):
+        with contextlib.suppress(OSError), socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((target, 1))
+            addrs.append(str(s.getsockname()[0]))
+    return addrs
+
+
+def local_addresses() -> list[str]:
+    """The machine's non-loopback, non-link-local IP addresses (IPv4 first, de-duplicated)."""
+    raw = _ip_json_addresses()
+    if raw is None:
+        raw = _socket_addresses(socket.gethostname())
+    seen: dict[str, ipaddress.IPv4Address | ipaddress.IPv6Address] = {}
+    for a in raw:
+        try:
+            ip = ipaddress.ip_address(a.split("%")[0])
+        except ValueError:
+            continue
+        if ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
+            continue
+        seen.setdefault(str(ip), ip)
+    return sorted(seen, key=lambda s: (seen[s].version, seen[s]))
+
+
+def serving_sans(extra_sans: Iterable[str] = (), service_cidr: str = "10.96.0.0/12") -> list[str]:
+    """The SANs the API server's serving cert should carry, de-duplicated, in a stable order."""
+    wanted = ["localhost", "127.0.0.1", "::1"]
+    host = socket.gethostname().strip().lower()
+    if host:
+        wanted.append(host)
+    wanted += local_addresses()
+    wanted += SERVICE_DNS_NAMES
+    wanted.append(first_service_ip(service_cidr))
+    wanted += [s for s in extra_sans if s and s.strip()]
+    out: list[str] = []
+    seen: set[str] = set()
+    for s in wanted:
+        n = _norm_san(s)
+        if n not in seen:
+            seen.add(n)
+            out.append(n)
+    return out
+
+
+# --------------------------------------------------------------------------- issuing
+
+
+def _skid(key: PrivateKey) -> x509.SubjectKeyIdentifier:
+    return x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+
+
+def _new_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_ec_key()
+    now = _now()
+    name = _name(CA_NAME)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(now + CA_VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=True,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(_skid(key), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _issue_leaf(
+    ca_cert: x509.Certificate,
+    ca_key: PrivateKey,
+    subject: x509.Name,
+    key: PrivateKey,
+    *,
+    server: bool,
+    sans: Sequence[str] = (),
+    validity: dt.timedelta = LEAF_VALIDITY,
+) -> x509.Certificate:
+    now = _now()
+    # Never outlive the CA: verifiers reject a leaf valid past its issuer.
+    not_after = min(now + validity, ca_cert.not_valid_after_utc)
+    b = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=isinstance(key, rsa.RSAPrivateKey),
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
+        .add_extension(_skid(key), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),  # type: ignore[arg-type]
+            critical=False,
+        )
+    )
+    if sans:
+        b = b.add_extension(x509.SubjectAlternativeName([_general_name(s) for s in sans]), critical=False)
+    return b.sign(ca_key, hashes.SHA256())
+
+
+def issue_client_cert(pki: Pki, cn: str, orgs: Sequence[str] = ()) -> tuple[bytes, bytes]:
+    """A fresh client cert + key (PEM) signed by the cluster CA: CN -> user, O -> groups.
+
+    Kubelets use CN=system:node:<name>, O=system:nodes.
+    """
+    key = _new_ec_key()
+    cert = _issue_leaf(pki.ca_cert, pki.ca_key, _name(cn, orgs), key, server=False)
+    return _cert_pem(cert), _key_pem(key)
+
+
+# --------------------------------------------------------------------------- ensure_pki
+
+
+@contextlib.contextmanager
+def _locked(pki_dir: Path) -> Iterator[None]:
+    """Serialize concurrent starts on one data dir (two processes must not mint two CAs)."""
+    fd = os.open(pki_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _ensure_ca(ca_crt: Path, ca_key: Path) -> tuple[x509.Certificate, PrivateKey, bool]:
+    """Load the CA, or create it; the bool says whether it is new (leaves must be reissued)."""
+    if ca_crt.exists() and ca_key.exists():
+        cert, key = _load_cert(ca_crt), _load_key(ca_key)
+        if not _same_public_key(cert, key):
+            raise ValueError(f"{ca_crt} does not match {ca_key}")
+        return cert, key, False
+    if ca_crt.exists() != ca_key.exists():
+        # Half a CA is unrecoverable without silently invalidating every issued credential.
+        missing = ca_key if ca_crt.exists() else ca_crt
+        raise FileNotFoundError(
+            f"PKI is incomplete: {missing} is missing (remove {ca_crt.parent} to start over)"
+        )
+    cert, key = _new_ca()
+    _write_atomic(ca_key, _key_pem(key), 0o600)
+    _write_atomic(ca_crt, _cert_pem(cert), 0o644)
+    return cert, key, True
+
+
+def _leaf_ok(crt: Path, key_path: Path, ca: x509.Certificate) -> bool:
+    if not (crt.exists() and key_path.exists()):
+        return False
+    try:
+        cert, key = _load_cert(crt), _load_key(key_path)
+    except ValueError:
+        return False
+    return _same_public_key(cert, key) and _issued_by(cert, ca) and not _needs_renewal(cert)
+
+
+def ensure_pki(
+    data_dir: str | os.PathLike[str], extra_sans: Iterable[str] = (), service_cidr: str = "10.96.0.0/12"
+) -> Pki:
+    """Create (first start) or load (later starts) the PKI under <data_dir>/pki/."""
+    pki_dir = Path(data_dir) / "pki"
+    pki_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    p = {
+        "ca_cert_path": pki_dir / "ca.crt",
+        "ca_key_path": pki_dir / "ca.key",
+        "serving_cert_path": pki_dir / "apiserver.crt",
+        "serving_key_path": pki_dir / "apiserver.key",
+        "admin_cert_path": pki_dir / "admin.crt",
+        "admin_key_path": pki_dir / "admin.key",
+        "sa_key_path": pki_dir / "sa.key",
+        "sa_pub_path": pki_dir / "sa.pub",
+    }
+    sans = serving_sans(extra_sans, service_cidr)
+    with _locked(pki_dir):
+        ca_cert, ca_key, new_ca = _ensure_ca(p["ca_cert_path"], p["ca_key_path"])
+
+        # serving cert: reissue when missing, stale, or its SAN set differs from what is wanted now
+        srv_crt, srv_key = p["serving_cert_path"], p["serving_key_path"]
+        reissue = new_ca or not _leaf_ok(srv_crt, srv_key, ca_cert)
+        if not reissue:
+            have = {_norm_san(s) for s in cert_sans(_load_cert(srv_crt))}
+            reissue = have != set(sans)
+        if reissue:
+            key = _new_ec_key()
+            cert = _issue_leaf(ca_cert, ca_key, _name("kube-apiserver"), key, server=True, sans=sans)
+            _write_atomic(srv_key, _key_pem(key), 0o600)
+            _write_atomic(srv_crt, _cert_pem(cert), 0o644)
+
+        # admin client cert
+        adm_crt, adm_key = p["admin_cert_path"], p["admin_key_path"]
+        if new_ca or not _leaf_ok(adm_crt, adm_key, ca_cert):
+            key = _new_ec_key()
+            cert = _issue_leaf(ca_cert, ca_key, _name("admin", ["system:masters"]), key, server=False)
+            _write_atomic(adm_key, _key_pem(key), 0o600)
+            _write_atomic(adm_crt, _cert_pem(cert), 0o644)
+
+        # service-account signing keys: independent of the CA, never rotated here (rotation
+        # would invalidate every issued token)
+        sa_key_path, sa_pub_path = p["sa_key_path"], p["sa_pub_path"]
+        if sa_key_path.exists():
+            sa_key = serialization.load_pem_private_key(sa_key_path.read_bytes(), password=None)
+            if not isinstance(sa_key, rsa.RSAPrivateKey):
+                raise ValueError(f"{sa_key_path}: expected an RSA private key")
+        else:
+            sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            _write_atomic(sa_key_path, _key_pem(sa_key), 0o600)
+        pub_pem = sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        if not sa_pub_path.exists() or sa_pub_path.read_bytes() != pub_pem:
+            _write_atomic(sa_pub_path, pub_pem, 0o644)
+
+        serving = _load_cert(srv_crt)
+    return Pki(
+        dir=pki_dir,
+        ca_cert=ca_cert,
+        ca_key=ca_key,
+        serving_cert=serving,
+        sa_private_key=sa_key,
+        sa_public_key=sa_key.public_key(),
+        serving_sans=tuple(_norm_san(s) for s in cert_sans(serving)),
+        **p,
+    )
+
+
+# --------------------------------------------------------------------------- TLS contexts
+
+
+def ssl_server_context(pki: Pki) -> ssl.SSLContext:
+    """TLS context for the API server: requests (not requires) a client cert verified by the CA.
+
+    With CERT_OPTIONAL an anonymous or token-bearing client still connects, while one that
+    presents a cert gets it verified during the handshake; the handler then reads it with
+    `transport.get_extra_info("ssl_object").getpeercert(binary_form=True)`.
+    """
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(str(pki.serving_cert_path), str(pki.serving_key_path))
+    ctx.load_verify_locations(cafile=str(pki.ca_cert_path))
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def ssl_client_context(
+    pki: Pki,
+    cert_path: str | os.PathLike[str] | None = None,
+    key_path: str | os.PathLike[str] | None = None,
+) -> ssl.SSLContext:
+    """TLS client context trusting the cluster CA; presents the admin cert unless another is given."""
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(pki.ca_cert_path))
+    ctx.load_cert_chain(str(cert_path or pki.admin_cert_path), str(key_path or pki.admin_key_path))
+    return ctx
