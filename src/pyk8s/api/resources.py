@@ -37,6 +37,8 @@ class Resource:
     storage_resource: str = ""
     # the version objects are stored in (others are converted on the way in and out)
     storage_version: str = ""
+    # the group objects are stored in when it is not their own (events.k8s.io events are core events)
+    storage_group: str | None = None
     # preferred version of its group (discovery lists it first)
     preferred: bool = True
     # deprecated versions carry a Warning header naming their replacement
@@ -151,9 +153,10 @@ class Registry:
 
     def storage_resource(self, r: Resource) -> Resource:
         """The Resource entry of the version r is stored in."""
-        if r.version == r.storage_version:
+        group = r.group if r.storage_group is None else r.storage_group
+        if r.version == r.storage_version and group == r.group:
             return r
-        return self._by_gvr.get((r.group, r.storage_version, r.resource), r)
+        return self._by_gvr.get((group, r.storage_version, r.resource), r)
 
 
 def _r(group: str, version: str, resource: str, kind: str, namespaced: bool = True, **kw) -> Resource:
@@ -237,7 +240,7 @@ def _builtin() -> list[Resource]:
         # discovery
         _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
         # events.k8s.io shares storage with core events
-        _r("events.k8s.io", "v1", "events", "Event", short_names=["ev"]),
+        _r("events.k8s.io", "v1", "events", "Event", short_names=["ev"], storage_group="", storage_version="v1"),
         # flowcontrol
         _r("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", False, subresources=dict(S)),
         _r("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations", "PriorityLevelConfiguration", False,

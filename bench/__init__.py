@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures next to an anchor measured or cited, as a ratio."""

@@ -1,0 +1,20 @@
+"""Printing figures next to their anchors."""
+
+from __future__ import annotations
+
+
+def row(what: str, value: float, unit: str, anchor: float | None = None, anchor_what: str = "",
+        higher_is_better: bool = True) -> None:
+    if anchor:
+        ratio = value / anchor if higher_is_better else anchor / value if value else float("inf")
+        print(f"  {what:<44} {value:>12,.1f} {unit:<8} anchor {anchor:>12,.1f} ({anchor_what})  ratio {ratio:5.2f}x")
+    else:
+        print(f"  {what:<44} {value:>12,.1f} {unit}")
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, int(round(p / 100.0 * (len(s) - 1)))))
+    return s[k]

@@ -1,0 +1,89 @@
+"""What a fresh cluster has: system namespaces, the kubernetes Service and its endpoints,
+system PriorityClasses and the default RBAC policy. Idempotent on every start."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..api import errors as E
+from .rest import RequestContext
+
+log = logging.getLogger("pyk8s.apiserver")
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+async def _ensure(server: Any, group: str, plural: str, obj: dict[str, Any], ns: str | None = None,
+                  reconcile: bool = False) -> None:
+    res = server.registry.get(group, "v1", plural)
+    ctx = RequestContext(field_manager="kube-apiserver")
+    name = obj["metadata"]["name"]
+    cur = await server.rest.get_current(res, ns, name)
+    if cur is None:
+        try:
+            await server.rest.create(res, ns, obj, ctx)
+        except E.StatusError as e:
+            if e.code != 409:
+                raise
+    elif reconcile:
+        def mutate(c: dict[str, Any] | None) -> dict[str, Any]:
+            assert c is not None
+            for k, v in obj.items():
+                if k not in ("metadata", "status"):
+                    c[k] = v
+            return c
+
+        await server.rest.update(res, ns, name, mutate, ctx, retry_on_conflict=True)
+
+
+async def run(server: Any) -> None:
+    for ns in SYSTEM_NAMESPACES:
+        await _ensure(server, "", "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    for name, value, desc in (
+        ("system-cluster-critical", 2000000000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+        ("system-node-critical", 2000001000, "Used for system critical pods that must not be moved from their current node."),
+    ):
+        await _ensure(server, "scheduling.k8s.io", "priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value, "description": desc, "preemptionPolicy": "PreemptLowerPriority", "globalDefault": False})
+    try:
+        from .authz import bootstrap_policy
+
+        for obj in bootstrap_policy():
+            plural = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+                      "Role": "roles", "RoleBinding": "rolebindings"}[obj["kind"]]
+            try:
+                await _ensure(server, "rbac.authorization.k8s.io", plural, obj, obj["metadata"].get("namespace"))
+            except E.StatusError as e:  # one bad default must not keep the server down
+                log.error("bootstrap policy %s %s: %s", obj["kind"], obj["metadata"]["name"], e.message)
+    except ImportError:  # pragma: no cover
+        pass
+    await _kubernetes_service(server)
+
+
+async def _kubernetes_service(server: Any) -> None:
+    port = server.port
+    ip = server.allocator.kubernetes_ip
+    await _ensure(server, "", "services", {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                     "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
+                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+    }, "default")
+    addr = server.advertise_address
+    await _ensure(server, "", "endpoints", {
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                     "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": addr}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+    }, "default", reconcile=True)
+    await _ensure(server, "discovery.k8s.io", "endpointslices", {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                     "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [addr], "conditions": {"ready": True}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    }, "default", reconcile=True)

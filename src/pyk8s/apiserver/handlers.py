@@ -1,0 +1,549 @@
+"""Resource handlers: the REST verbs, lists, watches and subresources over HTTP (aiohttp).
+
+The request path is resolved once (request.py), the representation negotiated once
+(negotiation.py); everything kind-specific is delegated to rest.py and the kind tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import time
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ..api import errors as E
+from ..api.resources import Registry, Resource
+from ..storage import CompactedError, FutureRevisionError
+from . import tables
+from .codec import MAX_OBJECT_BYTES, decode_body, encode
+from .negotiation import Output, choose_output, parse_accept
+from .request import RequestInfo
+from .rest import RequestContext, RestStorage, deep_copy
+from .selectors import build_predicate
+from .watchcache import ADDED, BOOKMARK, DELETED, TooOldError
+
+__all__ = ["ResourceHandler"]
+
+META_V1 = "meta.k8s.io/v1"
+DEFAULT_LIST_LIMIT_CACHE = 0
+
+
+def _bool(v: str | None) -> bool:
+    return v is not None and v.lower() in ("1", "true", "yes")
+
+
+def status_response(err: E.StatusError, out: Output | None = None) -> web.Response:
+    body, ct = encode(err.status(), out if out and not out.as_kind else None)
+    headers = dict(err.headers)
+    return web.Response(body=body, status=err.code, content_type=ct.split(";")[0], headers=headers)
+
+
+class ResourceHandler:
+    def __init__(self, rest: RestStorage, registry: Registry, bookmark_interval: float = 60.0) -> None:
+        self.rest = rest
+        self.registry = registry
+        self.bookmark_interval = bookmark_interval
+        self.min_request_timeout = 1800.0
+
+    # ---- conversion between the served version and the stored one --------------------------
+    def _storage_api_version(self, res: Resource) -> str:
+        sr = self.registry.storage_resource(res)
+        return sr.api_version
+
+    def to_storage(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        sv = self._storage_api_version(res)
+        if sv == res.api_version:
+            return obj
+        if res.crd is not None:  # conversion strategy None: only apiVersion changes
+            return {**obj, "apiVersion": sv}
+        from ..api.conversion import convert
+
+        return convert(obj, sv)
+
+    def from_storage(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj.get("apiVersion", res.api_version) == res.api_version:
+            return obj
+        if res.crd is not None:
+            return {**obj, "apiVersion": res.api_version}
+        from ..api.conversion import convert
+
+        return convert(obj, res.api_version)
+
+    # ---- entry --------------------------------------------------------------------------
+    async def handle(self, request: web.Request, info: RequestInfo, res: Resource, ctx: RequestContext) -> web.StreamResponse:
+        q = request.query
+        out = choose_output(parse_accept(request.headers.get("Accept")))
+        if out is None:
+            raise E.new_not_acceptable(
+                "only the following media types are accepted: application/json, application/yaml, "
+                "application/vnd.kubernetes.protobuf"
+            )
+        m = request.method
+        sub = info.subresource
+        if sub and sub not in res.subresources:
+            raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        ctx.subresource = sub
+        if res.namespaced and info.namespace is None and (info.name or m in ("POST",)):
+            raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        ns = info.namespace if res.namespaced else None
+        if m == "GET":
+            if not info.name:
+                if info.legacy_watch or _bool(q.get("watch")):
+                    return await self.watch(request, res, ns, out)
+                return await self.list(request, res, ns, out)
+            if sub in ("", "status"):
+                obj = await self.rest.get(res, ns, info.name)
+                return self.respond(self.from_storage(res, obj), out, res)
+            if sub == "scale":
+                from . import subresources
+
+                return self.respond(await subresources.get_scale(self, res, ns, info.name), out, None)
+            from . import subresources
+
+            return await subresources.get_other(self, request, res, ns, info, out, ctx)
+        if m == "POST":
+            if info.name:
+                from . import subresources
+
+                return await subresources.post(self, request, res, ns, info, out, ctx)
+            return await self.create(request, res, ns, out, ctx)
+        if m == "PUT":
+            if not info.name:
+                raise E.new_method_not_supported(res.resource, "update", res.group)
+            return await self.update(request, res, ns, info.name, out, ctx)
+        if m == "PATCH":
+            if not info.name:
+                raise E.new_method_not_supported(res.resource, "patch", res.group)
+            return await self.patch(request, res, ns, info.name, out, ctx)
+        if m == "DELETE":
+            if not info.name:
+                return await self.delete_collection(request, res, ns, out, ctx)
+            return await self.delete(request, res, ns, info.name, out, ctx)
+        raise E.new_method_not_supported(res.resource, m.lower(), res.group)
+
+    # ---- encoding -----------------------------------------------------------------------
+    def respond(self, obj: dict[str, Any], out: Output, res: Resource | None, status: int = 200,
+                warnings: list[str] | None = None) -> web.Response:
+        if out.as_kind == "Table" and res is not None:
+            obj = tables.table_for([obj], res, out, None, include_object=None)
+        elif out.as_kind.startswith("PartialObjectMetadata") and res is not None:
+            obj = tables.partial(obj, out.version)
+        body, ct = encode(obj, out)
+        resp = web.Response(body=body, status=status)
+        resp.headers["Content-Type"] = ct
+        if warnings:
+            for w in warnings:
+                resp.headers.add("Warning", f'299 - "{w}"')
+        return resp
+
+    # ---- read the body ------------------------------------------------------------------
+    async def read_object(self, request: web.Request, res: Resource, ctx: RequestContext) -> dict[str, Any]:
+        body = await request.read()
+        obj = decode_body(body, request.headers.get("Content-Type", "application/json"))
+        return self.check_object(obj, res, ctx)
+
+    def check_object(self, obj: Any, res: Resource, ctx: RequestContext) -> dict[str, Any]:
+        if not isinstance(obj, dict):
+            raise E.new_bad_request(
+                f"couldn't get version/kind; json parse error: json: cannot unmarshal {_json_type(obj)} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+            )
+        kind = obj.get("kind")
+        api_version = obj.get("apiVersion")
+        if kind is not None and not isinstance(kind, str) or api_version is not None and not isinstance(api_version, str):
+            raise E.new_bad_request("couldn't get version/kind; json parse error: json: cannot unmarshal into Go struct field .kind of type string")
+        if api_version and api_version != res.api_version:
+            # as upstream: a body in another version of the same group is converted; another group is refused
+            grp = api_version.split("/")[0] if "/" in api_version else ""
+            other = self.registry.get(grp, api_version.split("/")[-1], res.resource) if grp == res.group else None
+            if other is None:
+                raise E.new_bad_request(
+                    f"the API version in the data ({api_version}) does not match the expected API version ({res.api_version})"
+                )
+        if kind and kind != res.kind and not ctx.subresource:
+            v = api_version.split("/")[-1] if api_version else res.version
+            raise E.new_bad_request(
+                f'{kind} in version "{v}" cannot be handled as a {res.kind}: converting ({v}.{kind}) to '
+                f"({res.group or 'core'}.{res.kind}): unknown conversion"
+            )
+        if not kind:
+            obj["kind"] = res.kind
+        if not api_version:
+            obj["apiVersion"] = res.api_version
+        md = obj.get("metadata")
+        if md is not None and not isinstance(md, dict):
+            raise E.new_bad_request(
+                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: json: cannot unmarshal '
+                f"{_json_type(md)} into Go struct field {res.kind}.metadata of type v1.ObjectMeta"
+            )
+        self.check_fields(obj, res, ctx)
+        return obj
+
+    def check_fields(self, obj: dict[str, Any], res: Resource, ctx: RequestContext) -> None:
+        """Strict decoding: unknown fields per fieldValidation (Strict/Warn/Ignore); wrong types always fail."""
+        from . import fieldcheck
+
+        fieldcheck.check(obj, res, ctx)
+
+    # ---- create -------------------------------------------------------------------------
+    async def create(self, request: web.Request, res: Resource, ns: str | None, out: Output, ctx: RequestContext):
+        if "create" not in res.verbs:
+            raise E.new_method_not_supported(res.resource, "create", res.group)
+        obj = await self.read_object(request, res, ctx)
+        if res.virtual:
+            from . import virtual
+
+            result = await virtual.create(self, request, res, ns, obj, ctx)
+            return self.respond(result, out, None, 201)
+        stored = self.to_storage(res, obj)
+        created = await self.rest.create(self.registry.storage_resource(res), ns, stored, ctx)
+        return self.respond(self.from_storage(res, created), out, res, 201, ctx.warnings)
+
+    # ---- update -------------------------------------------------------------------------
+    async def update(self, request: web.Request, res: Resource, ns: str | None, name: str, out: Output,
+                     ctx: RequestContext, sub: str | None = None):
+        sub = ctx.subresource if sub is None else sub
+        if sub == "scale":
+            from . import subresources
+
+            return self.respond(await subresources.put_scale(self, request, res, ns, name, ctx), out, None)
+        obj = await self.read_object(request, res, ctx)
+        new = self.to_storage(res, obj)
+
+        def mutate(cur: dict[str, Any] | None) -> dict[str, Any]:
+            return deep_copy(new)
+
+        allow_create = res.group_kind in _CREATE_ON_UPDATE
+        result, created = await self.rest.update(self.registry.storage_resource(res), ns, name, mutate, ctx,
+                                                 subresource=sub, allow_create=allow_create)
+        return self.respond(self.from_storage(res, result), out, res, 201 if created else 200, ctx.warnings)
+
+    # ---- patch --------------------------------------------------------------------------
+    async def patch(self, request: web.Request, res: Resource, ns: str | None, name: str, out: Output,
+                    ctx: RequestContext):
+        from . import patching
+
+        obj, created = await patching.patch(self, request, res, ns, name, ctx)
+        return self.respond(self.from_storage(res, obj), out, res if ctx.subresource != "scale" else None,
+                            201 if created else 200, ctx.warnings)
+
+    # ---- delete -------------------------------------------------------------------------
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        opts: dict[str, Any] = {}
+        if request.can_read_body:
+            body = await request.read()
+            if body.strip():
+                o = decode_body(body, request.headers.get("Content-Type", "application/json"))
+                if isinstance(o, dict):
+                    opts.update(o)
+        q = request.query
+        if "gracePeriodSeconds" in q:
+            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+        if "propagationPolicy" in q:
+            opts["propagationPolicy"] = q["propagationPolicy"]
+        if "orphanDependents" in q:
+            opts["orphanDependents"] = _bool(q["orphanDependents"])
+        pp = opts.get("propagationPolicy")
+        if pp is not None and pp not in ("Orphan", "Background", "Foreground"):
+            raise E.new_invalid("DeleteOptions", "", [E.FieldError(
+                "propagationPolicy", "NotSupported", pp, valid_values=["Foreground", "Background", "Orphan", "nil"])])
+        return opts
+
+    async def delete(self, request: web.Request, res: Resource, ns: str | None, name: str, out: Output,
+                     ctx: RequestContext):
+        if "delete" not in res.verbs:
+            raise E.new_method_not_supported(res.resource, "delete", res.group)
+        opts = await self._delete_options(request)
+        obj, deleted_now = await self.rest.delete(self.registry.storage_resource(res), ns, name, opts, ctx)
+        status = 200 if deleted_now else 202 if obj.get("metadata", {}).get("deletionTimestamp") and not deleted_now else 200
+        if status == 202 and res.group_kind == ("", "Pod"):
+            status = 200  # upstream answers 200 for graceful pod deletion
+        return self.respond(self.from_storage(res, obj), out, res, status)
+
+    async def delete_collection(self, request: web.Request, res: Resource, ns: str | None, out: Output,
+                                ctx: RequestContext):
+        if "deletecollection" not in res.verbs:
+            raise E.new_method_not_supported(res.resource, "deletecollection", res.group)
+        q = request.query
+        opts = await self._delete_options(request)
+        pred = build_predicate(res.group_kind, q.get("labelSelector", ""), q.get("fieldSelector", ""))
+        cache = await self.rest.cache_for(res)
+        items = [o for o in cache.list(ns) if pred is None or pred(o)]
+        deleted = []
+        for o in items:
+            md = o["metadata"]
+            try:
+                d, _ = await self.rest.delete(self.registry.storage_resource(res),
+                                              md.get("namespace") if res.namespaced else None, md["name"], opts, ctx)
+                deleted.append(self.from_storage(res, d))
+            except E.StatusError as e:
+                if e.code != 404:
+                    raise
+        lst = {"kind": f"{res.kind}List", "apiVersion": res.api_version,
+               "metadata": {"resourceVersion": str(self.rest.store.revision)}, "items": deleted}
+        body, ct = encode(lst, out if not out.as_kind else None)
+        return web.Response(body=body, headers={"Content-Type": ct})
+
+    # ---- list ---------------------------------------------------------------------------
+    async def list(self, request: web.Request, res: Resource, ns: str | None, out: Output) -> web.StreamResponse:
+        if "list" not in res.verbs:
+            raise E.new_method_not_supported(res.resource, "list", res.group)
+        q = request.query
+        pred = build_predicate(res.group_kind, q.get("labelSelector", ""), q.get("fieldSelector", ""))
+        limit = _int_param(q, "limit")
+        cont = q.get("continue", "")
+        rv = q.get("resourceVersion", "")
+        match = q.get("resourceVersionMatch", "")
+        if match and match not in ("NotOlderThan", "Exact"):
+            raise E.new_bad_request(f"resourceVersionMatch: Unsupported value: \"{match}\": supported values: \"Exact\", \"NotOlderThan\"")
+        if match and not rv:
+            raise E.new_invalid("ListOptions", "", [E.FieldError("resourceVersionMatch", "Forbidden", detail="resourceVersionMatch is forbidden unless resourceVersion is provided")])
+        if cont and rv:
+            raise E.new_invalid("ListOptions", "", [E.FieldError("resourceVersion", "Forbidden", detail="specifying resource version is not allowed when using continue")])
+        cache = await self.rest.cache_for(res)
+        next_key: str | None = None
+        remaining: int | None = None
+        if cont:
+            rev, start = _decode_continue(cont, res, ns, self.registry)
+            try:
+                items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, start, rev)
+            except CompactedError:
+                raise E.StatusError(410, "Expired", _CONTINUE_EXPIRED) from None
+        elif (rv and match == "Exact") or (rv and rv != "0" and limit and not match):
+            try:
+                rev_n = int(rv)
+            except ValueError:
+                raise E.new_bad_request(f"invalid resource version: {rv}") from None
+            try:
+                items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, None, rev_n)
+            except CompactedError:
+                raise E.new_resource_expired(f"The resourceVersion for the provided list is too old.") from None
+            except FutureRevisionError as fe:
+                raise E.new_timeout(f"Too large resource version: {fe.requested}, current: {fe.current}", 1) from None
+        else:
+            if rv and rv != "0":
+                try:
+                    want = int(rv)
+                except ValueError:
+                    raise E.new_bad_request(f"invalid resource version: {rv}") from None
+                if want > self.rest.store.revision:
+                    raise E.new_timeout(f"Too large resource version: {want}, current: {self.rest.store.revision}", 1)
+            await self.rest.caches.wait_fresh(self.rest.store.revision)
+            use_cache = rv == "0" or not limit or cache.count(ns) <= limit
+            if use_cache:
+                objs = cache.list(ns)
+                items = [o for o in objs if pred(o)] if pred is not None else objs
+                items.sort(key=_sort_key)
+                list_rev = cache.rev
+            else:
+                items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, None, 0)
+        items = [self.from_storage(res, o) for o in items] if self._storage_api_version(res) != res.api_version else items
+        meta: dict[str, Any] = {"resourceVersion": str(list_rev)}
+        if next_key is not None:
+            meta["continue"] = _encode_continue(list_rev, next_key, res, ns, self.registry)
+            if remaining is not None:
+                meta["remainingItemCount"] = remaining
+        if out.as_kind == "Table":
+            include = request.query.get("includeObject", "Metadata")
+            body_obj = tables.table_for(items, res, out, meta, include_object=include)
+            body, ct = encode(body_obj, out)
+            return web.Response(body=body, headers={"Content-Type": ct})
+        if out.as_kind.startswith("PartialObjectMetadata"):
+            body_obj = {"kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{out.version}",
+                        "metadata": meta, "items": [tables.partial(o, out.version) for o in items]}
+            body, ct = encode(body_obj, out)
+            return web.Response(body=body, headers={"Content-Type": ct})
+        if out.format == "json":
+            # lists are the hot path: concatenate item encodings rather than building one big dict
+            head = orjson.dumps({"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta})
+            body = head[:-1] + b',"items":[' + b",".join(orjson.dumps(o) for o in items) + b"]}"
+            return web.Response(body=body, headers={"Content-Type": "application/json"})
+        lst = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": items}
+        body, ct = encode(lst, out)
+        return web.Response(body=body, headers={"Content-Type": ct})
+
+    # ---- watch --------------------------------------------------------------------------
+    async def watch(self, request: web.Request, res: Resource, ns: str | None, out: Output) -> web.StreamResponse:
+        if "watch" not in res.verbs:
+            raise E.new_method_not_supported(res.resource, "watch", res.group)
+        q = request.query
+        pred = build_predicate(res.group_kind, q.get("labelSelector", ""), q.get("fieldSelector", ""))
+        rv = q.get("resourceVersion", "")
+        bookmarks = _bool(q.get("allowWatchBookmarks"))
+        send_initial = q.get("sendInitialEvents")
+        match = q.get("resourceVersionMatch", "")
+        if send_initial is not None:
+            if match != "NotOlderThan":
+                raise E.new_invalid("ListOptions", "", [E.FieldError(
+                    "resourceVersionMatch", "Forbidden",
+                    detail="sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")])
+            if _bool(send_initial) and not bookmarks:
+                raise E.new_invalid("ListOptions", "", [E.FieldError(
+                    "allowWatchBookmarks", "Forbidden", detail="sendInitialEvents requires allowWatchBookmarks=true")])
+        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else self.min_request_timeout * (1 + random.random())
+        cache = await self.rest.cache_for(res)
+        convert = self._storage_api_version(res) != res.api_version
+        initial: list[dict[str, Any]] = []
+        want_initial = (not rv or rv == "0") if send_initial is None else _bool(send_initial)
+        if rv and rv != "0":
+            try:
+                since = int(rv)
+            except ValueError:
+                raise E.new_bad_request(f"invalid resource version: {rv}") from None
+            if since > self.rest.store.revision:
+                raise E.new_timeout(f"Too large resource version: {since}, current: {self.rest.store.revision}", 1)
+        else:
+            await self.rest.caches.wait_fresh(self.rest.store.revision)
+            since = cache.rev
+        resp = web.StreamResponse(status=200)
+        resp.headers["Content-Type"] = out.content_type
+        resp.headers["Cache-Control"] = "no-cache, private"
+        resp.enable_chunked_encoding()
+        try:
+            if want_initial:
+                objs = cache.list(ns)
+                initial = sorted((o for o in objs if pred is None or pred(o)), key=_sort_key)
+                since = cache.rev
+            watcher, _ = cache.watch(ns, pred, since)
+        except TooOldError as e:
+            await resp.prepare(request)
+            err = E.StatusError(410, "Expired", f"too old resource version: {e.requested} ({e.oldest})")
+            await resp.write(orjson.dumps({"type": "ERROR", "object": err.status()}) + b"\n")
+            return resp
+        await resp.prepare(request)
+        enc = _WatchEncoder(self, res, out, convert)
+        deadline = time.monotonic() + timeout
+        try:
+            if initial:
+                await resp.write(b"".join(enc.line(ADDED, o) for o in initial))
+            if want_initial and send_initial is not None:
+                await resp.write(enc.bookmark(since, initial_end=True))
+            last_bookmark = time.monotonic()
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                wait = min(left, self.bookmark_interval) if bookmarks else left
+                try:
+                    batch = await watcher.next_batch(wait)
+                except EOFError:
+                    break
+                if batch:
+                    await resp.write(b"".join(enc.event(t, ce) for t, ce in batch))
+                    since = batch[-1][1].rev
+                elif bookmarks and time.monotonic() - last_bookmark >= self.bookmark_interval - 0.01:
+                    await resp.write(enc.bookmark(max(since, cache.rev)))
+                    last_bookmark = time.monotonic()
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            watcher.stop()
+        return resp
+
+
+class _WatchEncoder:
+    """Encodes watch events in the negotiated representation; JSON events reuse shared encodings."""
+
+    def __init__(self, h: ResourceHandler, res: Resource, out: Output, convert: bool) -> None:
+        self.h, self.res, self.out, self.convert = h, res, out, convert
+        self.first_table = True
+
+    def _obj(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self.convert:
+            obj = self.h.from_storage(self.res, obj)
+        if self.out.as_kind == "Table":
+            t = tables.table_for([obj], self.res, self.out, {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                                 include_object="Metadata", headers=self.first_table)
+            self.first_table = False
+            return t
+        if self.out.as_kind.startswith("PartialObjectMetadata"):
+            return tables.partial(obj, self.out.version)
+        return obj
+
+    def line(self, typ: str, obj: dict[str, Any]) -> bytes:
+        return orjson.dumps({"type": typ, "object": self._obj(obj)}) + b"\n"
+
+    def event(self, typ: str, ce: Any) -> bytes:
+        if typ == ce.type and not self.convert and not self.out.as_kind:
+            return ce.json_line()
+        return self.line(typ, ce.obj)
+
+    def bookmark(self, rev: int, initial_end: bool = False) -> bytes:
+        md: dict[str, Any] = {"resourceVersion": str(rev)}
+        if initial_end:
+            md["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": self.res.kind, "apiVersion": self.res.api_version, "metadata": md}
+        if self.out.as_kind == "Table":
+            obj = {"kind": "Table", "apiVersion": f"meta.k8s.io/{self.out.version}", "metadata": md,
+                   "columnDefinitions": None, "rows": None}
+        return orjson.dumps({"type": BOOKMARK, "object": obj}) + b"\n"
+
+
+# Kinds whose PUT creates a missing object (upstream's AllowCreateOnUpdate).
+_CREATE_ON_UPDATE = {("", "Endpoints"), ("coordination.k8s.io", "Lease"), ("", "Event"), ("events.k8s.io", "Event"),
+                     ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "ClusterRole"),
+                     ("rbac.authorization.k8s.io", "RoleBinding"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+                     ("discovery.k8s.io", "EndpointSlice")}
+
+_CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+
+
+def _sort_key(o: dict[str, Any]) -> tuple[str, str]:
+    md = o.get("metadata") or {}
+    return (md.get("namespace", ""), md.get("name", ""))
+
+
+def _int_param(q: Any, name: str) -> int:
+    v = q.get(name)
+    if not v:
+        return 0
+    try:
+        n = int(v)
+    except ValueError:
+        raise E.new_bad_request(f"invalid value for {name}: {v}") from None
+    return max(n, 0)
+
+
+def _json_type(v: Any) -> str:
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if v is None:
+        return "null"
+    return "object"
+
+
+def _encode_continue(rev: int, last_key: str, res: Resource, ns: str | None, registry: Registry) -> str:
+    prefix = registry.storage_resource(res).key_prefix(ns if res.namespaced else None)
+    start = last_key[len(prefix):] + "\x00"
+    return base64.urlsafe_b64encode(orjson.dumps({"v": META_V1, "rv": rev, "start": start})).decode().rstrip("=")
+
+
+def _decode_continue(token: str, res: Resource, ns: str | None, registry: Registry) -> tuple[int, str]:
+    try:
+        pad = "=" * (-len(token) % 4)
+        data = orjson.loads(base64.urlsafe_b64decode(token + pad))
+        if data.get("v") != META_V1:
+            raise ValueError("unsupported version")
+        rev = int(data["rv"])
+        start = str(data["start"])
+    except Exception:
+        raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from None
+    if rev <= 0 or ".." in start or start.startswith("/"):
+        raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    prefix = registry.storage_resource(res).key_prefix(ns if res.namespaced else None)
+    key = prefix + start.rstrip("\x00")
+    return rev, key

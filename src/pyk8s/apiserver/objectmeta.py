@@ -1,0 +1,74 @@
+"""ObjectMeta bookkeeping the API server does on every write (upstream's rest.BeforeCreate/BeforeUpdate)."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = ["now_rfc3339", "new_uid", "generate_name", "spec_changed", "GENERATION_KINDS", "strip_for_compare"]
+
+# Kinds whose strategies maintain metadata.generation (bumped on spec changes).
+GENERATION_KINDS = {
+    ("apps", "Deployment"),
+    ("apps", "ReplicaSet"),
+    ("apps", "DaemonSet"),
+    ("apps", "StatefulSet"),
+    ("", "ReplicationController"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
+    ("policy", "PodDisruptionBudget"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("networking.k8s.io", "NetworkPolicy"),
+    ("networking.k8s.io", "Ingress"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+}
+
+_ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowels, no confusables
+
+
+def now_rfc3339() -> str:
+    return datetime.fromtimestamp(int(time.time()), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rfc3339_at(ts: float) -> str:
+    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def generate_name(base: str) -> str:
+    # as upstream's SimpleNameGenerator: truncate the base so the result fits 63 characters
+    if len(base) > 58:
+        base = base[:58]
+    return base + "".join(random.choice(_ALNUM) for _ in range(5))
+
+
+_TOP_NON_SPEC = {"metadata", "status", "kind", "apiVersion"}
+
+
+def spec_changed(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether anything but metadata and status changed (upstream bumps generation then)."""
+    keys = (set(new) | set(old)) - _TOP_NON_SPEC
+    return any(new.get(k) != old.get(k) for k in keys)
+
+
+def strip_for_compare(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without the fields every write changes, to detect no-op updates."""
+    out = dict(obj)
+    md = dict(out.get("metadata") or {})
+    md.pop("resourceVersion", None)
+    md.pop("managedFields", None)
+    out["metadata"] = md
+    return out

@@ -1,0 +1,442 @@
+"""The API server: store, watch cache, REST handlers, discovery, OpenAPI, authn/authz, over HTTPS.
+
+aiohttp carries HTTP (chosen for client-cert TLS, chunked streaming with back-pressure and
+WebSocket upgrades in one well-kept package); it is confined to this module and handlers.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import ssl
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .. import KUBERNETES_VERSION
+from ..api import errors as E
+from ..api.resources import Registry, Resource, builtin_registry
+from ..storage import Store, open_store
+from .discovery import Discovery
+from .handlers import ResourceHandler, status_response
+from .negotiation import parse_accept
+from .request import RequestInfo, parse_path
+from .rest import RequestContext, RestStorage
+from .watchcache import CacheSet
+
+log = logging.getLogger("pyk8s.apiserver")
+
+__all__ = ["ServerConfig", "APIServer"]
+
+PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version"}
+VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+@dataclass
+class ServerConfig:
+    data_dir: str = "./data"
+    bind_address: str = "127.0.0.1"
+    port: int = 6443
+    datastore_endpoint: str = ""
+    token_auth_file: str | None = None
+    service_cidr: str = "10.96.0.0/12"
+    cluster_cidr: str = "10.244.0.0/16"
+    advertise_address: str | None = None
+    extra_sans: list[str] = field(default_factory=list)
+    tls: bool = True
+    anonymous_auth: bool = True  # anonymous may reach the public health and version endpoints only
+    bookmark_interval: float = 60.0
+    compaction_interval: float = 60.0
+    compaction_window: float = 300.0
+    kubeconfig_path: str | None = None
+    synchronous: str = "FULL"
+
+
+def _version_info() -> dict[str, str]:
+    import platform
+
+    major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+    return {
+        "major": major,
+        "minor": minor,
+        "gitVersion": f"{KUBERNETES_VERSION}+pyk8s",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": f"python{platform.python_version()}",
+        "compiler": "cpython",
+        "platform": f"linux/{'amd64' if platform.machine() in ('x86_64', 'AMD64') else platform.machine()}",
+    }
+
+
+def _default_advertise_address() -> str:
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks the outgoing interface
+            return s.getsockname()[0]
+        finally:
+            s.close()
+    except OSError:
+        return "127.0.0.1"
+
+
+class APIServer:
+    def __init__(self, config: ServerConfig, registry: Registry | None = None) -> None:
+        self.config = config
+        self.registry = registry or builtin_registry()
+        self.store: Store | None = None
+        self.caches: CacheSet | None = None
+        self.rest: RestStorage | None = None
+        self.handler: ResourceHandler | None = None
+        self.discovery = Discovery(self.registry)
+        self.app: web.Application | None = None
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.pki: Any = None
+        self.authenticator: Any = None
+        self.authorizer: Any = None
+        self.port = config.port
+        self.advertise_address = config.advertise_address or _default_advertise_address()
+        self.started_at = 0.0
+        self.crds: Any = None
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.config.tls else "http"
+        host = self.config.bind_address
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        return f"{scheme}://{host}:{self.port}"
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        t0 = time.monotonic()
+        cfg = self.config
+        os.makedirs(cfg.data_dir, exist_ok=True)
+        self.store = open_store(cfg.datastore_endpoint, cfg.data_dir)
+        self.caches = CacheSet(self.store)
+        if hasattr(self.store, "_on_events"):
+            self.store._on_events = self.caches.on_events  # embedded store: caches follow every commit synchronously
+        if cfg.synchronous != "FULL" and hasattr(self.store, "synchronous"):
+            self.store.synchronous = cfg.synchronous
+        await self.store.start()
+        self.rest = RestStorage(self.store, self.caches, self.registry)
+        for r in self.registry.all():
+            if not r.virtual:
+                await self.rest.cache_for(r)
+        self.handler = ResourceHandler(self.rest, self.registry, cfg.bookmark_interval)
+        from . import admission
+
+        self.allocator = admission.install(self.rest, cfg.service_cidr, cfg.cluster_cidr)
+        self._setup_security()
+        from . import crds
+
+        self.crds = crds.CRDManager(self)
+        await self.crds.start()
+        self.app = self._build_app()
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        ssl_ctx = self._ssl_context() if cfg.tls else None
+        site = web.TCPSite(self._runner, cfg.bind_address, cfg.port, ssl_context=ssl_ctx, backlog=1024,
+                           reuse_address=True)
+        await site.start()
+        if cfg.port == 0:
+            server = site._server  # the bound port, for tests that ask for any free port
+            assert server is not None
+            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        from . import bootstrap
+
+        await bootstrap.run(self)
+        self._tasks.append(asyncio.create_task(self._compactor(), name="compactor"))
+        if cfg.kubeconfig_path is None:
+            cfg.kubeconfig_path = os.path.join(cfg.data_dir, "kubeconfig.yaml")
+        self.write_admin_kubeconfig(cfg.kubeconfig_path)
+        self.started_at = time.time()
+        log.info("API server listening on %s (started in %.2fs)", self.url, time.monotonic() - t0)
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self.crds is not None:
+            await self.crds.stop()
+        if self._runner is not None:
+            # close watches first: shutdown waits for open requests otherwise
+            if self.caches:
+                for c in self.caches.caches.values():
+                    for w in list(c.watchers):
+                        w.close("server shutting down")
+            await self._runner.cleanup()
+        if self.store is not None:
+            await self.store.close()
+
+    # ---- security -------------------------------------------------------------------------
+    def _setup_security(self) -> None:
+        from .authn import Authenticator
+        from .authz import RBACAuthorizer, RBACIndex
+        from .certs import ensure_pki
+
+        cfg = self.config
+        sans = list(cfg.extra_sans)
+        if self.advertise_address not in sans:
+            sans.append(self.advertise_address)
+        self.pki = ensure_pki(cfg.data_dir, sans, cfg.service_cidr)
+        self.authenticator = Authenticator.for_pki(
+            self.pki, token_auth_file=cfg.token_auth_file, sa_getter=_CacheGetter(self),
+            anonymous=cfg.anonymous_auth,
+        )
+        self.rbac = RBACIndex()
+        assert self.rest is not None and self.caches is not None
+        for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
+            r = self.registry.get("rbac.authorization.k8s.io", "v1", plural)
+            assert r is not None
+            cache = self.caches.caches[self.registry.storage_resource(r).key_prefix()]
+            for obj in cache.list(None):
+                self.rbac.upsert(obj)
+            cache.listeners.append(self._rbac_event)
+        self.authorizer = RBACAuthorizer(self.rbac)
+
+    def _rbac_event(self, ce: Any) -> None:
+        if ce.type == "DELETED":
+            self.rbac.delete(ce.obj)
+        else:
+            self.rbac.upsert(ce.obj)
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        from .certs import ssl_server_context
+
+        return ssl_server_context(self.pki)
+
+    def sign_token(self, namespace: str, name: str, uid: str, audiences: list[str], expiration: int,
+                   bound_pod: dict[str, Any] | None) -> tuple[str, str]:
+        from .authn import issue_service_account_token
+
+        token, exp = issue_service_account_token(self.pki.sa_private_key, namespace, name, uid, audiences, expiration,
+                                                 bound_pod)
+        if isinstance(exp, (int, float)):
+            from .objectmeta import rfc3339_at
+
+            exp = rfc3339_at(exp)
+        return token, exp
+
+    def write_admin_kubeconfig(self, path: str) -> None:
+        from .kubeconfig import write_kubeconfig
+
+        p = self.pki
+        write_kubeconfig(path, self.url, p.ca_cert_path.read_bytes(), p.admin_cert_path.read_bytes(),
+                         p.admin_key_path.read_bytes())
+
+    # ---- compaction -----------------------------------------------------------------------
+    async def _compactor(self) -> None:
+        """Every interval, compact history older than the window (upstream: 5 minutes)."""
+        cfg = self.config
+        samples: list[tuple[float, int]] = []
+        assert self.store is not None
+        while True:
+            await asyncio.sleep(max(0.2, min(cfg.compaction_interval / 5, 10.0)))
+            now = time.monotonic()
+            samples.append((now, self.store.revision))
+            target = 0
+            while samples and now - samples[0][0] >= cfg.compaction_window:
+                target = samples.pop(0)[1]
+            if target and target > self.store.compacted_revision:
+                try:
+                    await self.store.compact(target)
+                except Exception:  # compaction is best effort; it runs again next round
+                    log.exception("compaction failed")
+
+    # ---- HTTP -----------------------------------------------------------------------------
+    def _build_app(self) -> web.Application:
+        app = web.Application(client_max_size=4 * 1024 * 1024, handler_args={"max_field_size": 65536})
+        app["pyk8s.server"] = self
+        app["pyk8s.authenticator"] = self.authenticator
+        app["pyk8s.authorizer"] = self.authorizer
+        app["pyk8s.api_audience"] = "https://kubernetes.default.svc.cluster.local"
+        app["pyk8s.token_signer"] = self.sign_token
+        app.router.add_route("*", "/{tail:.*}", self._entry)
+        return app
+
+    def _peer_cert(self, request: web.Request) -> bytes | None:
+        transport = request.transport
+        if transport is None:
+            return None
+        sslobj = transport.get_extra_info("ssl_object")
+        if sslobj is None:
+            return None
+        try:
+            return sslobj.getpeercert(binary_form=True)
+        except (ValueError, AttributeError):
+            return None
+
+    async def _entry(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if len(path) > 1 and path.endswith("/"):
+            path = path.rstrip("/")  # kr8s sends /api/ and /version/
+        try:
+            user = None
+            if path not in PUBLIC_PATHS or request.headers.get("Authorization") or self._peer_cert(request):
+                user = self.authenticator.authenticate(request.headers, self._peer_cert(request))
+            if (user is None or user.name == "system:anonymous") and path not in PUBLIC_PATHS \
+                    and not path.startswith(("/healthz", "/livez", "/readyz")):
+                raise E.new_unauthorized()
+            return await self._route(request, path, user)
+        except E.StatusError as e:
+            return status_response(e)
+        except asyncio.CancelledError:
+            raise
+        except ConnectionResetError:
+            raise
+        except Exception as e:
+            log.exception("internal error serving %s %s", request.method, request.path_qs)
+            return status_response(E.new_internal_error(e))
+
+    def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str) -> None:
+        from .authz import RequestAttributes, forbidden_error
+
+        if info.is_resource:
+            attrs = RequestAttributes(verb=verb, api_group=info.group, resource=info.resource,
+                                      subresource=info.subresource, name=info.name,
+                                      namespace=info.namespace or ("" if info.resource != "namespaces" else info.name),
+                                      resource_request=True)
+            if info.resource == "namespaces":
+                attrs.namespace = info.name if info.name else ""
+        else:
+            attrs = RequestAttributes(verb=verb, path=path, resource_request=False)
+        ok, reason = self.authorizer.authorize(user, attrs)
+        if not ok:
+            raise forbidden_error(user, attrs, reason)
+
+    async def _route(self, request: web.Request, path: str, user: Any) -> web.StreamResponse:
+        m = request.method
+        if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/version":
+            return web.json_response(_version_info())
+        info = parse_path(path)
+        if not info.prefix:
+            self._authorize(user, info, m.lower() if m != "GET" else "get", path)
+            return await self._non_resource(request, path)
+        if not info.is_resource:
+            self._authorize(user, info, "get", path)
+            return self._discovery(request, info)
+        res = self.registry.get(info.group, info.version, info.resource)
+        if res is None:
+            raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
+        q = request.query
+        if m == "GET":
+            if info.name:
+                verb = "get"
+            else:
+                verb = "watch" if (info.legacy_watch or q.get("watch", "").lower() in ("1", "true")) else "list"
+        elif m == "DELETE" and not info.name:
+            verb = "deletecollection"
+        else:
+            verb = VERB_BY_METHOD.get(m, m.lower())
+        self._authorize(user, info, verb, path)
+        fm = q.get("fieldManager", "")
+        if not fm and m in ("POST", "PUT", "PATCH"):
+            ua = request.headers.get("User-Agent", "")
+            fm = ua.split("/", 1)[0] if ua else "unknown"
+        ctx = RequestContext(
+            user=user,
+            field_manager=fm,
+            dry_run=q.get("dryRun") == "All",
+            field_validation=q.get("fieldValidation") or _default_field_validation(request),
+            user_agent=request.headers.get("User-Agent", ""),
+        )
+        if q.get("dryRun") not in (None, "", "All"):
+            raise E.new_bad_request(f'dryRun: Unsupported value: "{q.get("dryRun")}": supported values: "All"')
+        if ctx.field_validation not in ("Strict", "Warn", "Ignore"):
+            raise E.new_bad_request(f"fieldValidation: Invalid value: {ctx.field_validation!r}: must be one of "
+                                    "Ignore, Warn, or Strict".replace("'", '"'))
+        assert self.handler is not None
+        resp = await self.handler.handle(request, info, res, ctx)
+        if res.deprecated_replacement and not resp.prepared:
+            from ..api.conversion import deprecation_warning
+
+            resp.headers.add("Warning", f'299 - "{deprecation_warning(res.group, res.version, res.kind)}"')
+        return resp
+
+    def _discovery(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        accept = request.headers.get("Accept")
+        hostport = f"{self.advertise_address}:{self.port}"
+        if info.prefix == "api" and not info.version:
+            body, ct, etag = self.discovery.root(True, accept, hostport)
+        elif info.prefix == "apis" and not info.group:
+            body, ct, etag = self.discovery.root(False, accept, hostport)
+        elif info.prefix == "apis" and not info.version:
+            g = self.discovery.api_group(info.group)
+            if g is None:
+                raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
+            body, ct, etag = orjson.dumps(g), "application/json", ""
+        else:
+            rl = self.discovery.resource_list(info.group, info.version)
+            if rl is None:
+                raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
+            body, ct, etag = orjson.dumps(rl), "application/json", ""
+        headers = {"Content-Type": ct, "Vary": "Accept"}
+        if etag:
+            headers["ETag"] = etag
+            if request.headers.get("If-None-Match") == etag:
+                return web.Response(status=304, headers=headers)
+        return web.Response(body=body, headers=headers)
+
+    async def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
+        from . import openapi_routes
+
+        if path.startswith("/openapi/"):
+            return openapi_routes.serve(self, request, path)
+        if path == "/.well-known/openid-configuration" or path == "/openid/v1/jwks":
+            from .authn import jwks, openid_configuration
+
+            if path == "/openid/v1/jwks":
+                return web.json_response(jwks([self.pki.sa_public_key]))
+            return web.json_response(openid_configuration(
+                "https://kubernetes.default.svc.cluster.local", f"{self.url}/openid/v1/jwks", [self.pki.sa_public_key]))
+        if path == "/":
+            paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2",
+                            "/openapi/v3"} | {f"/apis/{g}" for g in self.registry.groups() if g}
+                           | {f"/apis/{g}/{v}" for g in self.registry.groups() if g for v in self.registry.versions(g)})
+            return web.json_response({"paths": paths})
+        raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def _default_field_validation(request: web.Request) -> str:
+    # upstream's default for requests that do not say is Warn (kubectl always says Strict)
+    return "Warn"
+
+
+class _CacheGetter:
+    """Live lookups for bound service account tokens, from the watch cache."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.s = server
+
+    def _get(self, group: str, resource: str, ns: str | None, name: str) -> dict[str, Any] | None:
+        r = self.s.registry.get(group, "v1", resource)
+        if r is None or self.s.caches is None:
+            return None
+        c = self.s.caches.caches.get(self.s.registry.storage_resource(r).key_prefix())
+        return c.objects.get(r.key(ns, name)) if c else None
+
+    def get_service_account(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get("", "serviceaccounts", namespace, name)
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get("", "pods", namespace, name)
+
+    def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get("", "secrets", namespace, name)
+
+    def get_node(self, name: str) -> dict[str, Any] | None:
+        return self._get("", "nodes", None, name)

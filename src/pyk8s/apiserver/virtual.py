@@ -1,0 +1,76 @@
+"""Create-only virtual resources: reviews (authentication, authorization) and the bindings resource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ..api import errors as E
+from ..api.resources import Resource
+from .rest import RequestContext, deep_copy
+
+
+async def create(h: Any, request: web.Request, res: Resource, ns: str | None, obj: dict[str, Any],
+                 ctx: RequestContext) -> dict[str, Any]:
+    app = request.app
+    out = deep_copy(obj)
+    out.setdefault("metadata", {}).setdefault("creationTimestamp", None)
+    kind = res.kind
+    user = ctx.user
+    if kind == "Binding":
+        from . import subresources
+
+        name = (obj.get("metadata") or {}).get("name", "")
+        await subresources.bind(h, ns, name, obj, ctx)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+    if kind == "SelfSubjectReview":
+        out["status"] = {"userInfo": user.to_wire() if user else {}}
+        return out
+    if kind == "TokenReview":
+        spec = obj.get("spec") or {}
+        authn = app["pyk8s.authenticator"]
+        try:
+            u = authn.authenticate_token(spec.get("token", ""), spec.get("audiences") or None)
+            out["status"] = {"authenticated": True, "user": u.to_wire(),
+                             "audiences": spec.get("audiences") or [app["pyk8s.api_audience"]]}
+        except Exception as e:  # an invalid token is a review result, not an error
+            out["status"] = {"user": {}, "error": str(getattr(e, "message", e))}
+        return out
+    if kind in ("SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview"):
+        from .authn import UserInfo
+        from .authz import RequestAttributes
+
+        spec = obj.get("spec") or {}
+        if kind == "SelfSubjectAccessReview":
+            subject = user
+        else:
+            subject = UserInfo(name=spec.get("user", ""), uid=spec.get("uid", ""), groups=list(spec.get("groups") or []),
+                               extra=dict(spec.get("extra") or {}))
+        ra = spec.get("resourceAttributes")
+        nra = spec.get("nonResourceAttributes")
+        if kind == "LocalSubjectAccessReview" and ra is not None and ra.get("namespace", ns) != ns:
+            raise E.new_bad_request("spec.resourceAttributes.namespace must match metadata.namespace")
+        if ra is not None:
+            attrs = RequestAttributes(verb=ra.get("verb", ""), api_group=ra.get("group", ""),
+                                      resource=ra.get("resource", ""), subresource=ra.get("subresource", ""),
+                                      name=ra.get("name", ""), namespace=ra.get("namespace", ns or ""),
+                                      resource_request=True)
+        elif nra is not None:
+            attrs = RequestAttributes(verb=nra.get("verb", ""), path=nra.get("path", ""), resource_request=False)
+        else:
+            raise E.new_invalid(kind, "", [E.FieldError("spec.resourceAttributes", "Invalid", None,
+                                                        "exactly one of nonResourceAttributes or resourceAttributes must be specified")],
+                                "authorization.k8s.io")
+        allowed, reason = app["pyk8s.authorizer"].authorize(subject, attrs)
+        st: dict[str, Any] = {"allowed": bool(allowed)}
+        if reason:
+            st["reason"] = reason
+        out["status"] = st
+        return out
+    if kind == "SelfSubjectRulesReview":
+        ns_ = (obj.get("spec") or {}).get("namespace", "")
+        rules = app["pyk8s.authorizer"].rules_for(user, ns_)
+        out["status"] = {"resourceRules": rules[0], "nonResourceRules": rules[1], "incomplete": False}
+        return out
+    raise E.new_method_not_supported(res.resource, "create", res.group)

@@ -1,0 +1,345 @@
+"""The watch cache: every stored object in memory, per resource, fed by one store watch.
+
+As upstream's cacher: lists with resourceVersion=0 (or a fresh consistent read) and
+all watches are served from here, so thousands of watchers cost the store nothing.
+Each event is serialised at most once per wire format, however many watchers get it.
+Fan-out appends to per-watcher queues and never awaits, so writers are never blocked
+by slow watchers; a watcher that falls too far behind is closed (the client re-lists),
+as upstream closes watchers whose channel is full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any, Callable, Iterable
+
+import orjson
+
+from ..storage import DELETE, CompactedError, Event, Store
+
+__all__ = ["CacheEvent", "ResourceCache", "CacheSet", "Watcher", "TooOldError"]
+
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
+
+# How much history each resource keeps for watch resumption: at least this many
+# seconds, and at least this many events (upstream keeps a window of a few minutes).
+HISTORY_SECONDS = 300.0
+HISTORY_MIN_EVENTS = 1000
+HISTORY_MAX_EVENTS = 200_000
+WATCHER_MAX_PENDING = 100_000
+
+
+class TooOldError(Exception):
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+        self.requested = requested
+        self.oldest = oldest
+
+
+def decode(value: bytes, revision: int) -> dict[str, Any]:
+    """An object from its stored bytes, with resourceVersion taken from the revision."""
+    obj = orjson.loads(value)
+    md = obj.get("metadata")
+    if md is None:
+        md = obj["metadata"] = {}
+    md["resourceVersion"] = str(revision)
+    return obj
+
+
+class CacheEvent:
+    """One change of one object. `obj` is shared and must be treated as immutable."""
+
+    __slots__ = ("type", "obj", "prev", "rev", "key", "ts", "_json")
+
+    def __init__(self, type: str, obj: dict[str, Any], prev: dict[str, Any] | None, rev: int, key: str) -> None:
+        self.type = type
+        self.obj = obj
+        self.prev = prev
+        self.rev = rev
+        self.key = key
+        self.ts = time.monotonic()
+        self._json: bytes | None = None
+
+    def json_line(self) -> bytes:
+        """`{"type":..,"object":..}\n`, serialised once for every watcher."""
+        if self._json is None:
+            self._json = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
+        return self._json
+
+
+class Watcher:
+    """A registered watch: a predicate and a queue of matching events."""
+
+    __slots__ = ("namespace", "predicate", "pending", "wakeup", "closed_reason", "cache")
+
+    def __init__(
+        self,
+        cache: "ResourceCache",
+        namespace: str | None,
+        predicate: Callable[[dict[str, Any]], bool] | None,
+    ) -> None:
+        self.cache = cache
+        self.namespace = namespace
+        self.predicate = predicate
+        self.pending: deque[tuple[str, CacheEvent]] = deque()
+        self.wakeup = asyncio.Event()
+        self.closed_reason: str | None = None
+
+    def offer(self, ev: CacheEvent) -> None:
+        """Queue ev translated for this watcher's filter (a selector turns changes into ADDED/DELETED)."""
+        if self.closed_reason is not None:
+            return
+        ns = self.namespace
+        if ns is not None:
+            md = ev.obj.get("metadata") or {}
+            if md.get("namespace") != ns:
+                return
+        pred = self.predicate
+        if pred is None:
+            self.pending.append((ev.type, ev))
+        else:
+            now = pred(ev.obj)
+            if ev.type == ADDED:
+                if now:
+                    self.pending.append((ADDED, ev))
+            elif ev.type == DELETED:
+                if now:
+                    self.pending.append((DELETED, ev))
+            else:
+                was = ev.prev is not None and pred(ev.prev)
+                if now and was:
+                    self.pending.append((MODIFIED, ev))
+                elif now:
+                    self.pending.append((ADDED, ev))
+                elif was:
+                    self.pending.append((DELETED, ev))
+                else:
+                    return
+        if len(self.pending) > WATCHER_MAX_PENDING:
+            self.close("watcher fell too far behind")
+            return
+        self.wakeup.set()
+
+    def close(self, reason: str) -> None:
+        self.closed_reason = reason
+        self.wakeup.set()
+
+    async def next_batch(self, timeout: float | None = None) -> list[tuple[str, CacheEvent]]:
+        """Wait for events; returns [] on timeout. Raises EOFError once closed."""
+        if not self.pending:
+            if self.closed_reason is not None:
+                raise EOFError(self.closed_reason)
+            self.wakeup.clear()
+            try:
+                if timeout is None:
+                    await self.wakeup.wait()
+                else:
+                    await asyncio.wait_for(self.wakeup.wait(), timeout)
+            except asyncio.TimeoutError:
+                return []
+            if not self.pending and self.closed_reason is not None:
+                raise EOFError(self.closed_reason)
+        out = list(self.pending)
+        self.pending.clear()
+        return out
+
+    def stop(self) -> None:
+        self.cache.watchers.discard(self)
+        self.closed_reason = self.closed_reason or "stopped"
+
+
+class ResourceCache:
+    """All objects of one storage prefix, their recent history, and their watchers."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.by_namespace: dict[str, dict[str, dict[str, Any]]] = {}
+        self.history: deque[CacheEvent] = deque()
+        self.rev = 0  # the cache reflects the store up to this revision
+        self.oldest = 0  # watches may start from any revision >= oldest
+        self.watchers: set[Watcher] = set()
+        # in-process consumers (RBAC index, allocators): called synchronously for every event
+        self.listeners: list[Callable[[CacheEvent], None]] = []
+
+    @staticmethod
+    def _ns_of(key: str, prefix: str) -> str:
+        rest = key[len(prefix):]
+        i = rest.find("/")
+        return rest[:i] if i >= 0 else ""
+
+    def load(self, items: Iterable[tuple[str, dict[str, Any]]], rev: int) -> None:
+        self.objects.clear()
+        self.by_namespace.clear()
+        for key, obj in items:
+            self._put(key, obj)
+        self.rev = rev
+        self.oldest = rev
+
+    def _put(self, key: str, obj: dict[str, Any]) -> None:
+        self.objects[key] = obj
+        ns = (obj.get("metadata") or {}).get("namespace") or ""
+        self.by_namespace.setdefault(ns, {})[key] = obj
+
+    def _drop(self, key: str) -> None:
+        obj = self.objects.pop(key, None)
+        if obj is not None:
+            ns = (obj.get("metadata") or {}).get("namespace") or ""
+            d = self.by_namespace.get(ns)
+            if d is not None:
+                d.pop(key, None)
+                if not d:
+                    del self.by_namespace[ns]
+
+    def apply(self, ev: Event) -> CacheEvent:
+        key = ev.kv.key
+        prev = self.objects.get(key)
+        if ev.type == DELETE:
+            # the deleted object as last stored, with the deletion's revision (as upstream)
+            obj = decode(ev.kv.value, ev.revision) if prev is None else _with_rv(prev, ev.revision)
+            self._drop(key)
+            ce = CacheEvent(DELETED, obj, prev, ev.revision, key)
+        else:
+            obj = decode(ev.kv.value, ev.revision)
+            self._put(key, obj)
+            ce = CacheEvent(ADDED if prev is None else MODIFIED, obj, prev, ev.revision, key)
+        self.rev = ev.revision
+        self._remember(ce)
+        for w in list(self.watchers):
+            w.offer(ce)
+        for fn in self.listeners:
+            fn(ce)
+        return ce
+
+    def _remember(self, ce: CacheEvent) -> None:
+        h = self.history
+        h.append(ce)
+        if len(h) > HISTORY_MIN_EVENTS:
+            cutoff = time.monotonic() - HISTORY_SECONDS
+            while len(h) > HISTORY_MIN_EVENTS and (h[0].ts < cutoff or len(h) > HISTORY_MAX_EVENTS):
+                old = h.popleft()
+                self.oldest = old.rev
+
+    def list(self, namespace: str | None) -> list[dict[str, Any]]:
+        if namespace is None:
+            return list(self.objects.values())
+        d = self.by_namespace.get(namespace)
+        return list(d.values()) if d else []
+
+    def count(self, namespace: str | None) -> int:
+        if namespace is None:
+            return len(self.objects)
+        d = self.by_namespace.get(namespace)
+        return len(d) if d else 0
+
+    def watch(
+        self,
+        namespace: str | None,
+        predicate: Callable[[dict[str, Any]], bool] | None,
+        since: int,
+    ) -> tuple[Watcher, list[tuple[str, CacheEvent]]]:
+        """A watcher for events after revision `since`, with the backlog it must replay first."""
+        if since < self.oldest:
+            raise TooOldError(since, self.oldest)
+        w = Watcher(self, namespace, predicate)
+        backlog: list[CacheEvent] = []
+        if since < self.rev:
+            for ce in reversed(self.history):
+                if ce.rev <= since:
+                    break
+                backlog.append(ce)
+            backlog.reverse()
+        self.watchers.add(w)
+        for ce in backlog:
+            w.offer(ce)
+        return w, []
+
+
+def _with_rv(obj: dict[str, Any], rev: int) -> dict[str, Any]:
+    out = dict(obj)
+    md = dict(out.get("metadata") or {})
+    md["resourceVersion"] = str(rev)
+    out["metadata"] = md
+    return out
+
+
+class CacheSet:
+    """Routes store events to per-resource caches. One store watch for everything under /registry/."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.caches: dict[str, ResourceCache] = {}
+        self.rev = 0
+        self._task: asyncio.Task[None] | None = None
+        self._fresh_waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    @staticmethod
+    def prefix_of(key: str) -> str:
+        # /registry/<resource>/... for built-ins, /registry/<group>/<resource>/... for custom resources
+        parts = key.split("/", 4)
+        if len(parts) > 3 and "." in parts[2]:
+            return f"/registry/{parts[2]}/{parts[3]}/"
+        return f"/registry/{parts[2]}/"
+
+    async def ensure(self, prefix: str) -> ResourceCache:
+        c = self.caches.get(prefix)
+        if c is not None:
+            return c
+        c = ResourceCache(prefix)
+        res = await self.store.range(prefix)
+        c.load(((kv.key, decode(kv.value, kv.mod_revision)) for kv in res.kvs), res.revision)
+        # registered only once loaded; the embedded store's range has no await point, so no
+        # event can fall between the range and the registration
+        other = self.caches.get(prefix)
+        if other is not None:
+            return other
+        self.caches[prefix] = c
+        # the range was read at the store's latest revision: everything up to it is known
+        self.rev = max(self.rev, res.revision)
+        return c
+
+    def drop(self, prefix: str) -> None:
+        c = self.caches.pop(prefix, None)
+        if c:
+            for w in list(c.watchers):
+                w.close("resource removed")
+
+    def on_events(self, events: list[Event]) -> None:
+        """Feed from the store (synchronously for the embedded store, so reads follow writes)."""
+        caches = self.caches
+        for ev in events:
+            c = caches.get(self.prefix_of(ev.kv.key))
+            if c is not None and ev.revision > c.rev:
+                c.apply(ev)
+        if events:
+            self.rev = events[-1].revision
+            for c in caches.values():
+                if c.rev < self.rev:
+                    # nothing of this resource changed: it is still current up to here
+                    c.rev = self.rev
+        if self._fresh_waiters:
+            keep = []
+            for rev, fut in self._fresh_waiters:
+                if rev <= self.rev:
+                    if not fut.done():
+                        fut.set_result(None)
+                else:
+                    keep.append((rev, fut))
+            self._fresh_waiters = keep
+
+    async def follow(self, from_revision: int) -> None:
+        """For stores that cannot call on_events synchronously: follow a store watch."""
+        try:
+            async for batch in self.store.watch("/registry/", from_revision + 1):
+                self.on_events(batch)
+        except CompactedError:
+            raise
+
+    async def wait_fresh(self, rev: int, timeout: float = 3.0) -> None:
+        if rev <= self.rev:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._fresh_waiters.append((rev, fut))
+        await asyncio.wait_for(fut, timeout)

@@ -1,0 +1,127 @@
+"""`pyk8s`: the command line. `pyk8s server` runs a whole cluster in one process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from .. import KUBERNETES_VERSION, __version__
+
+
+def _server_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "server",
+        help="run the API server (and, as parts land, controllers, scheduler and a local kubelet)",
+        description="Run an all-in-one pyk8s control plane with an embedded SQLite store. "
+        "On first start it creates a CA, certificates and an admin kubeconfig in the data dir.",
+    )
+    p.add_argument("--data-dir", default="./data", help="state, certificates and kubeconfig (default ./data)")
+    p.add_argument("--bind-address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=6443, help="HTTPS port (default 6443; 0 picks a free one)")
+    p.add_argument("--advertise-address", default=None, help="address other components reach the API server on")
+    p.add_argument("--tls-san", action="append", default=[], help="extra subject alternative name for the serving cert")
+    p.add_argument("--datastore-endpoint", default="",
+                   help="sqlite://PATH (default <data-dir>/state.db); etcd support comes with the etcd backend")
+    p.add_argument("--token-auth-file", default=None, help="static bearer tokens, upstream CSV format")
+    p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", help="service ClusterIP range")
+    p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network; each node gets a /24")
+    p.add_argument("--kubeconfig", default=None, help="where to write the admin kubeconfig (default <data-dir>/kubeconfig.yaml)")
+    p.add_argument("--compaction-interval", type=float, default=300.0,
+                   help="seconds of history kept for watches and consistent lists; compacted every interval "
+                        "(upstream's --etcd-compaction-interval, default 300)")
+    p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
+    p.add_argument("--disable", action="append", default=[],
+                   help="components not to run: scheduler, controller-manager (repeatable)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pyk8s", description="Kubernetes, written in Python.")
+    parser.add_argument("--version", action="version", version=f"pyk8s {__version__} (Kubernetes {KUBERNETES_VERSION})")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _server_parser(sub)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if args.command == "server":
+        return _run(_server(args), args.v)
+    return 2
+
+
+def _run(coro: Any, verbosity: int) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING,
+        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
+    )
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        return asyncio.run(coro)
+    except KeyboardInterrupt:
+        return 0
+
+
+async def _server(args: Any) -> int:
+    from ..apiserver.server import APIServer, ServerConfig
+
+    cfg = ServerConfig(
+        data_dir=args.data_dir,
+        bind_address=args.bind_address,
+        port=args.port,
+        advertise_address=args.advertise_address,
+        extra_sans=args.tls_san,
+        datastore_endpoint=args.datastore_endpoint,
+        token_auth_file=args.token_auth_file,
+        service_cidr=args.service_cluster_ip_range,
+        cluster_cidr=args.cluster_cidr,
+        kubeconfig_path=args.kubeconfig,
+        compaction_interval=args.compaction_interval,
+        compaction_window=args.compaction_interval,
+    )
+    server = APIServer(cfg)
+    try:
+        await server.start()
+    except OSError as e:
+        print(f"pyk8s: cannot start the API server: {e}", file=sys.stderr)
+        return 1
+    components: list[Any] = []
+    try:
+        from ..cluster import start_components
+
+        components = await start_components(server, args)
+    except ImportError:
+        pass
+    kubeconfig = os.path.abspath(cfg.kubeconfig_path or os.path.join(cfg.data_dir, "kubeconfig.yaml"))
+    print(f"pyk8s {__version__}: Kubernetes {KUBERNETES_VERSION} API at {server.url}", flush=True)
+    print(f"  kubeconfig: {kubeconfig}", flush=True)
+    print(f"  try:        export KUBECONFIG={kubeconfig}; kubectl get ns", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except NotImplementedError:  # pragma: no cover
+            pass
+    await stop.wait()
+    print("pyk8s: shutting down", flush=True)
+    for c in reversed(components):
+        try:
+            await c.stop()
+        except Exception:
+            pass
+    await server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

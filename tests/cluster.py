@@ -1,0 +1,169 @@
+"""A real pyk8s server in a subprocess for tests, plus the real kubectl binaries and the official client."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import require
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def kubectl_binaries() -> dict[str, str]:
+    """Installed versioned kubectl binaries by minor version ("1.27" ... "1.33")."""
+    real = shutil.which("kubectl")
+    out: dict[str, str] = {}
+    if real:
+        d = os.path.dirname(os.path.realpath(real))
+        for p in glob.glob(os.path.join(d, "kubectl.1.*")):
+            m = re.search(r"kubectl\.(1\.\d+)$", p)
+            if m:
+                out[m.group(1)] = p
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0].split(".")[1])))
+
+
+def newest_kubectl() -> str:
+    bins = kubectl_binaries()
+    require("kubectl (versioned binaries kubectl.1.27 ... kubectl.1.33)", bool(bins))
+    return list(bins.values())[-1]
+
+
+class Cluster:
+    def __init__(self, data_dir: str, extra_args: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.extra_args = extra_args or []
+        self.env = env or {}
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+        self.kubeconfig = os.path.join(data_dir, "kubeconfig.yaml")
+        self.home = tempfile.mkdtemp(prefix="kubectl-home-")
+        self.port = 0
+
+    def start(self, timeout: float = 30.0) -> "Cluster":
+        cmd = [sys.executable, "-m", "pyk8s.cli", "server", "--data-dir", self.data_dir,
+               "--port", str(self.port), "--disable-agent", *self.extra_args]
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **self.env)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                     cwd=str(REPO))
+        deadline = time.monotonic() + timeout
+        lines = []
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("pyk8s server exited:\n" + "".join(lines))
+                continue
+            lines.append(line)
+            m = re.search(r"API at (https?://\S+)", line)
+            if m:
+                self.url = m.group(1)
+                self.port = int(self.url.rsplit(":", 1)[1])
+            if "kubeconfig:" in line:
+                break
+        else:
+            raise RuntimeError("pyk8s server did not start:\n" + "".join(lines))
+        # keep draining output so the server never blocks on a full pipe
+        import threading
+
+        self.output: list[str] = lines
+        threading.Thread(target=self._drain, daemon=True).start()
+        return self
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.output.append(line)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+
+    def kubectl(self, *args: str, version: str | None = None, input: str | None = None, check: bool = True,
+                timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        bins = kubectl_binaries()
+        require("kubectl", bool(bins))
+        binary = bins[version] if version else list(bins.values())[-1]
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.home)
+        env.pop("KUBECTL_EXTERNAL_DIFF", None)
+        r = subprocess.run([binary, *args], input=input, capture_output=True, text=True, env=env, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def api_client(self) -> Any:
+        from kubernetes import client, config
+
+        cfg = client.Configuration()
+        config.load_kube_config(self.kubeconfig, client_configuration=cfg)
+        return client.ApiClient(cfg)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    c = Cluster(str(tmp_path_factory.mktemp("pyk8s-data")))
+    c.start()
+    yield c
+    c.stop()
+
+
+class RawResponse:
+    def __init__(self, status: int, headers: Any, body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def json(self) -> Any:
+        import json
+
+        return json.loads(self.body)
+
+
+def raw_request(c: Cluster, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
+                auth: bool = True, timeout: float = 30.0) -> RawResponse:
+    """One HTTPS request with the admin client certificate (or none), for wire-level assertions."""
+    import http.client
+    import json
+    import ssl
+    from urllib.parse import urlparse
+
+    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+
+    kc = load_kubeconfig(c.kubeconfig)
+    ctx = kc.ssl_client_context()
+    if not auth:
+        ctx = ssl.create_default_context(cafile=os.path.join(c.data_dir, "pki", "ca.crt"))
+    u = urlparse(c.url)
+    conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=timeout)
+    data = None
+    hdrs = dict(headers or {})
+    if body is not None:
+        data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+        hdrs.setdefault("Content-Type", "application/json")
+    conn.request(method, path, body=data, headers=hdrs)
+    r = conn.getresponse()
+    out = RawResponse(r.status, r.headers, r.read())
+    conn.close()
+    return out
