@@ -1,0 +1,203 @@
+"""A typed-less REST client for the Kubernetes API (what client-go's dynamic client is to Go).
+
+Every pyk8s component talks to the API through this: JSON over HTTPS keep-alive
+connections, errors as StatusError with the server's Status, watches as async iterators.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from typing import Any, AsyncIterator
+from urllib.parse import quote, urlencode
+
+import aiohttp
+import orjson
+
+from ..api.errors import StatusError
+
+log = logging.getLogger("pyk8s.client")
+
+__all__ = ["Client", "GVR", "resource_path", "obj_key"]
+
+GVR = tuple[str, str, str]  # (group, version, plural)
+
+
+def resource_path(gvr: GVR, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+    group, version, plural = gvr
+    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    if namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{plural}"
+    if name:
+        base += f"/{quote(name, safe='')}"
+    if sub:
+        base += f"/{sub}"
+    return base
+
+
+def obj_key(obj: dict[str, Any]) -> str:
+    md = obj.get("metadata") or {}
+    ns = md.get("namespace")
+    return f"{ns}/{md.get('name')}" if ns else md.get("name", "")
+
+
+class Client:
+    """One HTTP connection pool to one API server."""
+
+    def __init__(
+        self,
+        server: str,
+        ssl_context: ssl.SSLContext | None = None,
+        token: str | None = None,
+        user_agent: str = "pyk8s",
+        pool_size: int = 100,
+        timeout: float = 30.0,
+    ) -> None:
+        self.server = server.rstrip("/")
+        self.ssl_context = ssl_context
+        self.headers = {"User-Agent": user_agent, "Accept": "application/json"}
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+        self.pool_size = pool_size
+        self.timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def from_kubeconfig(cls, path: str, context: str | None = None, user_agent: str = "pyk8s", **kw: Any) -> "Client":
+        from ..apiserver.kubeconfig import load_kubeconfig
+
+        kc = load_kubeconfig(path, context)
+        return cls(kc.server, kc.ssl_client_context(), getattr(kc, "token", None), user_agent=user_agent, **kw)
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            conn = aiohttp.TCPConnector(ssl=self.ssl_context if self.ssl_context is not None else False,
+                                        limit=self.pool_size, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(connector=conn, headers=self.headers,
+                                                  json_serialize=lambda o: orjson.dumps(o).decode())
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # ---- plain requests -------------------------------------------------------------------
+    async def request(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
+                      content_type: str = "application/json", retries: int = 3) -> Any:
+        url = self.server + path
+        if params:
+            url += "?" + urlencode({k: v for k, v in params.items() if v is not None})
+        data = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
+        headers = {"Content-Type": content_type} if data is not None else None
+        delay = 0.2
+        for attempt in range(retries + 1):
+            try:
+                async with self.session.request(method, url, data=data, headers=headers,
+                                                timeout=aiohttp.ClientTimeout(total=self.timeout)) as r:
+                    raw = await r.read()
+                    if r.status >= 400:
+                        raise _status_error(r.status, raw)
+                    return orjson.loads(raw) if raw else None
+            except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as e:
+                if attempt == retries:
+                    raise StatusError(503, "ServiceUnavailable", f"cannot reach the API server: {e}") from e
+                await asyncio.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    async def get(self, gvr: GVR, name: str, namespace: str | None = None, sub: str | None = None) -> dict[str, Any]:
+        return await self.request("GET", resource_path(gvr, namespace, name, sub))
+
+    async def get_or_none(self, gvr: GVR, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        try:
+            return await self.get(gvr, name, namespace)
+        except StatusError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    async def list(self, gvr: GVR, namespace: str | None = None, **params: Any) -> dict[str, Any]:
+        return await self.request("GET", resource_path(gvr, namespace), params=_params(params))
+
+    async def create(self, gvr: GVR, obj: dict[str, Any], namespace: str | None = None,
+                     field_manager: str | None = None) -> dict[str, Any]:
+        ns = namespace or (obj.get("metadata") or {}).get("namespace")
+        return await self.request("POST", resource_path(gvr, ns), obj, params={"fieldManager": field_manager})
+
+    async def update(self, gvr: GVR, obj: dict[str, Any], sub: str | None = None,
+                     field_manager: str | None = None) -> dict[str, Any]:
+        md = obj["metadata"]
+        return await self.request("PUT", resource_path(gvr, md.get("namespace"), md["name"], sub), obj,
+                                  params={"fieldManager": field_manager})
+
+    async def update_status(self, gvr: GVR, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]:
+        return await self.update(gvr, obj, "status", field_manager)
+
+    async def patch(self, gvr: GVR, name: str, patch: Any, namespace: str | None = None, sub: str | None = None,
+                    patch_type: str = "merge", field_manager: str | None = None, force: bool | None = None) -> dict[str, Any]:
+        ct = {"merge": "application/merge-patch+json", "json": "application/json-patch+json",
+              "strategic": "application/strategic-merge-patch+json", "apply": "application/apply-patch+yaml"}[patch_type]
+        return await self.request("PATCH", resource_path(gvr, namespace, name, sub), patch, content_type=ct,
+                                  params={"fieldManager": field_manager, "force": None if force is None else str(force).lower()})
+
+    async def delete(self, gvr: GVR, name: str, namespace: str | None = None, grace_period: int | None = None,
+                     propagation: str | None = None, preconditions: dict[str, str] | None = None) -> Any:
+        body: dict[str, Any] = {}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        if propagation:
+            body["propagationPolicy"] = propagation
+        if preconditions:
+            body["preconditions"] = preconditions
+        return await self.request("DELETE", resource_path(gvr, namespace, name), body or None)
+
+    async def delete_ignore_missing(self, gvr: GVR, name: str, namespace: str | None = None, **kw: Any) -> Any:
+        try:
+            return await self.delete(gvr, name, namespace, **kw)
+        except StatusError as e:
+            if e.code != 404:
+                raise
+            return None
+
+    # ---- watch ----------------------------------------------------------------------------
+    async def watch(self, gvr: GVR, namespace: str | None = None, resource_version: str | None = None,
+                    timeout_seconds: int = 300, **params: Any) -> AsyncIterator[dict[str, Any]]:
+        """Watch events as dicts ({"type", "object"}); ends when the server closes the stream."""
+        q = _params(params)
+        q.update(watch="true", allowWatchBookmarks="true", timeoutSeconds=str(timeout_seconds))
+        if resource_version is not None:
+            q["resourceVersion"] = resource_version
+        url = self.server + resource_path(gvr, namespace) + "?" + urlencode(q)
+        async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)) as r:
+            if r.status >= 400:
+                raise _status_error(r.status, await r.read())
+            buf = b""
+            async for chunk in r.content.iter_any():
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield orjson.loads(line)
+
+
+def _params(params: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in params.items():
+        if v is None:
+            continue
+        key = {"label_selector": "labelSelector", "field_selector": "fieldSelector", "limit": "limit",
+               "resource_version": "resourceVersion", "continue_": "continue"}.get(k, k)
+        out[key] = str(v)
+    return out
+
+
+def _status_error(code: int, raw: bytes) -> StatusError:
+    try:
+        st = orjson.loads(raw)
+        return StatusError(st.get("code", code), st.get("reason", ""), st.get("message", ""), st.get("details"))
+    except Exception:
+        return StatusError(code, "Unknown", raw.decode(errors="replace")[:500])

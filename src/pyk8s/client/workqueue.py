@@ -1,0 +1,145 @@
+"""Rate-limited work queues, as client-go's workqueue: a key is never processed by two
+workers at once, is coalesced while waiting, and failures come back with per-item
+exponential backoff (5 ms doubling to 1000 s) under an overall 10 qps / 100 burst bucket."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import time
+from typing import Any, Awaitable, Callable
+
+__all__ = ["RateLimitingQueue", "run_workers"]
+
+
+class RateLimitingQueue:
+    def __init__(self, name: str = "", base_delay: float = 0.005, max_delay: float = 1000.0,
+                 qps: float = 10.0, burst: int = 100) -> None:
+        self.name = name
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.qps, self.burst = qps, burst
+        self._tokens = float(burst)
+        self._last = time.monotonic()
+        self._queue: list[Any] = []
+        self._dirty: set[Any] = set()
+        self._processing: set[Any] = set()
+        self._failures: dict[Any, int] = {}
+        self._waiting: list[tuple[float, int, Any]] = []
+        self._seq = 0
+        self._cond = asyncio.Condition()
+        self._timer: asyncio.TimerHandle | None = None
+        self._shutdown = False
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def add(self, item: Any) -> None:
+        if self._shutdown or item in self._dirty:
+            return
+        self._dirty.add(item)
+        if item in self._processing:
+            return  # re-queued when the current processing is done
+        self._queue.append(item)
+        self._notify()
+
+    def _notify(self) -> None:
+        async def wake() -> None:
+            async with self._cond:
+                self._cond.notify()
+
+        asyncio.ensure_future(wake())
+
+    def add_after(self, item: Any, delay: float) -> None:
+        if delay <= 0:
+            self.add(item)
+            return
+        self._seq += 1
+        heapq.heappush(self._waiting, (time.monotonic() + delay, self._seq, item))
+        self._arm()
+
+    def _arm(self) -> None:
+        if not self._waiting:
+            return
+        loop = asyncio.get_event_loop()
+        when = self._waiting[0][0]
+        if self._timer is not None and self._timer.when() <= loop.time() + (when - time.monotonic()):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_later(max(0.0, when - time.monotonic()), self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        now = time.monotonic()
+        while self._waiting and self._waiting[0][0] <= now:
+            _, _, item = heapq.heappop(self._waiting)
+            self.add(item)
+        self._arm()
+
+    def when(self, item: Any) -> float:
+        """The rate limiter: the larger of the per-item backoff and the token bucket's wait."""
+        n = self._failures.get(item, 0)
+        self._failures[item] = n + 1
+        per_item = min(self.base_delay * (2 ** n), self.max_delay)
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1
+        bucket = 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+        return max(per_item, bucket)
+
+    def add_rate_limited(self, item: Any) -> None:
+        self.add_after(item, self.when(item))
+
+    def forget(self, item: Any) -> None:
+        self._failures.pop(item, None)
+
+    def num_requeues(self, item: Any) -> int:
+        return self._failures.get(item, 0)
+
+    async def get(self) -> Any:
+        async with self._cond:
+            while not self._queue:
+                if self._shutdown:
+                    raise asyncio.CancelledError()
+                await self._cond.wait()
+            item = self._queue.pop(0)
+            self._dirty.discard(item)
+            self._processing.add(item)
+            return item
+
+    def done(self, item: Any) -> None:
+        self._processing.discard(item)
+        if item in self._dirty:
+            self._queue.append(item)
+            self._notify()
+
+    def shutdown(self) -> None:
+        self._shutdown = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._notify()
+
+
+async def run_workers(queue: RateLimitingQueue, sync: Callable[[Any], Awaitable[None]], workers: int = 1,
+                      on_error: Callable[[Any, BaseException], None] | None = None) -> None:
+    """Run `workers` loops of get -> sync -> forget/requeue (the controller pattern)."""
+
+    async def worker() -> None:
+        while True:
+            item = await queue.get()
+            try:
+                await sync(item)
+                queue.forget(item)
+            except asyncio.CancelledError:
+                queue.done(item)
+                raise
+            except Exception as e:
+                if on_error is not None:
+                    on_error(item, e)
+                queue.add_rate_limited(item)
+            finally:
+                queue.done(item)
+
+    await asyncio.gather(*(worker() for _ in range(workers)))

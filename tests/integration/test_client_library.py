@@ -1,0 +1,79 @@
+"""The client library against a real server: informers, leader election, events."""
+
+import asyncio
+
+from pyk8s.client import Client, EventRecorder, InformerFactory, LeaderElector
+
+CM = ("", "v1", "configmaps")
+
+
+def test_informer_lists_then_watches(cluster):
+    async def main():
+        c = Client.from_kubeconfig(cluster.kubeconfig)
+        await c.create(CM, {"metadata": {"name": "inf-a", "namespace": "default"}})
+        f = InformerFactory(c)
+        inf = f.informer(CM, "default")
+        seen = []
+        inf.add_handlers(on_add=lambda o: seen.append(("add", o["metadata"]["name"])),
+                         on_update=lambda o, n: seen.append(("update", n["metadata"]["name"])),
+                         on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])))
+        f.start()
+        await f.wait_synced(10)
+        assert inf.get("default/inf-a") is not None
+        await c.create(CM, {"metadata": {"name": "inf-b", "namespace": "default"}})
+        await c.patch(CM, "inf-b", {"data": {"x": "1"}}, "default")
+        await c.delete(CM, "inf-b", "default")
+        for _ in range(100):
+            if ("delete", "inf-b") in seen:
+                break
+            await asyncio.sleep(0.05)
+        assert [s for s in seen if s[1] == "inf-b"] == [("add", "inf-b"), ("update", "inf-b"), ("delete", "inf-b")]
+        await f.stop()
+        await c.close()
+
+    asyncio.run(main())
+
+
+def test_only_one_leader_and_handover(cluster):
+    async def main():
+        c = Client.from_kubeconfig(cluster.kubeconfig)
+        a = LeaderElector(c, "test-lock", identity="a", lease_duration=2, renew_deadline=1.5, retry_period=0.2)
+        b = LeaderElector(c, "test-lock", identity="b", lease_duration=2, renew_deadline=1.5, retry_period=0.2)
+        leading = []
+
+        async def work(name):
+            leading.append(name)
+            await asyncio.sleep(3600)
+
+        ta = asyncio.create_task(a.run(lambda: work("a")))
+        await asyncio.sleep(0.5)
+        tb = asyncio.create_task(b.run(lambda: work("b")))
+        await asyncio.sleep(1.0)
+        assert leading == ["a"] and a.is_leader and not b.is_leader
+        ta.cancel()  # the leader dies without releasing
+        for _ in range(60):
+            if b.is_leader:
+                break
+            await asyncio.sleep(0.1)
+        assert b.is_leader and leading == ["a", "b"]
+        tb.cancel()
+        await c.close()
+
+    asyncio.run(main())
+
+
+def test_event_recorder_aggregates_repeats(cluster):
+    async def main():
+        c = Client.from_kubeconfig(cluster.kubeconfig)
+        obj = await c.create(CM, {"metadata": {"name": "ev-target", "namespace": "default"}})
+        obj["kind"], obj["apiVersion"] = "ConfigMap", "v1"
+        r = EventRecorder(c, "test-controller")
+        for _ in range(3):
+            r.event(obj, "Warning", "Oops", "it broke")
+            await r.flush()
+        evs = await c.list(("", "v1", "events"), "default",
+                           field_selector="involvedObject.name=ev-target,reason=Oops")
+        assert len(evs["items"]) == 1 and evs["items"][0]["count"] == 3
+        await c.close()
+
+    asyncio.run(main())

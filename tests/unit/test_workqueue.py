@@ -1,0 +1,47 @@
+"""The work queue never hands one key to two workers, coalesces repeats, and backs off failures."""
+
+import asyncio
+
+from pyk8s.client.workqueue import RateLimitingQueue
+
+
+def test_coalesces_and_serialises_keys():
+    async def main():
+        q = RateLimitingQueue()
+        q.add("a")
+        q.add("a")
+        q.add("b")
+        assert len(q) == 2
+        item = await q.get()
+        assert item == "a"
+        q.add("a")  # while processing: queued again only after done
+        assert await q.get() == "b"
+        q.done("b")
+        assert len(q) == 0
+        q.done("a")
+        assert await asyncio.wait_for(q.get(), 1) == "a"
+
+    asyncio.run(main())
+
+
+def test_failures_back_off_exponentially():
+    async def main():
+        q = RateLimitingQueue(base_delay=0.01)
+        delays = [q.when("x") for _ in range(5)]
+        assert delays == [0.01, 0.02, 0.04, 0.08, 0.16]
+        q.forget("x")
+        assert q.when("x") == 0.01
+
+    asyncio.run(main())
+
+
+def test_add_after_delivers_later():
+    async def main():
+        q = RateLimitingQueue()
+        loop = asyncio.get_running_loop()
+        t = loop.time()
+        q.add_after("k", 0.1)
+        assert await asyncio.wait_for(q.get(), 2) == "k"
+        assert loop.time() - t >= 0.09
+
+    asyncio.run(main())
