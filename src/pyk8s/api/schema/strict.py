@@ -1,0 +1,471 @@
+"""Strict decoding of built-in kinds, as kube-apiserver's JSON decoder does it.
+
+Upstream decodes request bodies into Go structs with sigs.k8s.io/json. Two kinds of
+error come out of that, and both are reproduced here from the v1.33 OpenAPI schemas:
+
+* strict errors (fieldValidation=Strict/Warn): `unknown field "spec.containers[0].foo"`,
+  one per field the Go structs do not have;
+* decode errors: a value of the wrong JSON type, e.g.
+  `json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32`,
+  plus the texts of the custom unmarshalers (Quantity, Time, IntOrString, []byte).
+
+Schemas are compiled once per group/version/kind into small node graphs and cached,
+because these checks run on every write.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pyk8s.api.definitions import definition_for_gvk, definitions
+
+from ._gocompat import base64_error, go_number_literal, parse_rfc3339_error, quantity_error
+
+__all__ = [
+    "unknown_fields",
+    "type_errors",
+    "decode_error",
+    "unknown_fields_structural",
+    "strict_decoding_message",
+    "cannot_handle_message",
+    "object_meta_unknown_fields",
+]
+
+# node kinds
+ANY, STRUCT, MAP, ARRAY, STRING, INT, FLOAT, BOOL, BYTES, QUANTITY, INTORSTR, TIME, MICROTIME = range(13)
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+# definitions with custom Go unmarshalers: decoded by hand, never walked field by field
+_SPECIAL = {
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": QUANTITY,
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": INTORSTR,
+    _META + "Time": TIME,
+    _META + "MicroTime": MICROTIME,
+    _META + "FieldsV1": ANY,
+    _META + "Patch": ANY,
+    "io.k8s.apimachinery.pkg.runtime.RawExtension": ANY,
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON": ANY,
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray": ANY,
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool": ANY,
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray": ANY,
+}
+_SPECIAL_GOTYPE = {
+    QUANTITY: "resource.Quantity",
+    INTORSTR: "intstr.IntOrString",
+    TIME: "v1.Time",
+    MICROTIME: "v1.MicroTime",
+    ANY: "interface {}",
+}
+# the JSON strict decoder stops collecting after this many (sigs.k8s.io/json)
+_MAX_STRICT_ERRORS = 100
+
+
+class _Node:
+    __slots__ = ("kind", "props", "elem", "gotype", "goname", "walk", "bits")
+
+    def __init__(self, kind: int, gotype: str = "", goname: str = "") -> None:
+        self.kind = kind
+        self.props: dict[str, _Node] = {}
+        self.elem: _Node | None = None
+        self.gotype = gotype
+        self.goname = goname  # struct name without package, as Go's errors print it
+        self.walk = True  # False when nothing below can hold an unknown field
+        self.bits = 64
+
+
+def _scalar_type(schema: dict[str, Any]) -> str:
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), None)
+    return t or ""
+
+
+class _Compiler:
+    def __init__(self) -> None:
+        self.defs = definitions()
+        self.by_name: dict[str, _Node] = {}
+
+    def ref(self, name: str) -> _Node:
+        node = self.by_name.get(name)
+        if node is not None:
+            return node
+        special = _SPECIAL.get(name)
+        if special is not None:
+            node = _Node(special, _SPECIAL_GOTYPE.get(special, "string"))
+            node.walk = False
+            self.by_name[name] = node
+            return node
+        schema = self.defs.get(name, {})
+        parts = name.rsplit(".", 2)
+        goname = parts[-1]
+        gotype = f"{parts[-2]}.{goname}" if len(parts) >= 2 else goname
+        if "properties" in schema or (_scalar_type(schema) == "object" and "additionalProperties" not in schema):
+            # a Go struct (possibly empty): registered before compiling fields, for cycles
+            node = _Node(STRUCT, gotype, goname)
+            self.by_name[name] = node
+            for pname, psch in schema.get("properties", {}).items():
+                node.props[pname] = self.compile(psch)
+            return node
+        node = self.compile(schema)
+        self.by_name[name] = node
+        return node
+
+    def compile(self, schema: dict[str, Any]) -> _Node:
+        ref = schema.get("$ref")
+        if ref:
+            return self.ref(ref.rsplit("/", 1)[-1])
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return _leaf(ANY)
+        t = _scalar_type(schema)
+        if t == "object":
+            ap = schema.get("additionalProperties")
+            if "properties" in schema:
+                node = _Node(STRUCT, "struct", "")
+                for pname, psch in schema["properties"].items():
+                    node.props[pname] = self.compile(psch)
+                return node
+            if isinstance(ap, dict):
+                elem = self.compile(ap)
+                node = _Node(MAP, "map[string]" + elem.gotype)
+                node.elem = elem
+                return node
+            return _leaf(ANY)
+        if t == "array":
+            elem = self.compile(schema.get("items") or {})
+            node = _Node(ARRAY, "[]" + elem.gotype)
+            node.elem = elem
+            return node
+        if t == "string":
+            return _leaf(BYTES, "[]uint8") if schema.get("format") == "byte" else _leaf(STRING, "string")
+        if t == "integer":
+            node = _leaf(INT, "int32" if schema.get("format") == "int32" else "int64")
+            node.bits = 32 if schema.get("format") == "int32" else 64
+            return node
+        if t == "number":
+            return _leaf(FLOAT, "float32" if schema.get("format") == "float" else "float64")
+        if t == "boolean":
+            return _leaf(BOOL, "bool")
+        return _leaf(ANY)
+
+
+def _leaf(kind: int, gotype: str = "interface {}") -> _Node:
+    node = _Node(kind, gotype)
+    node.walk = False
+    return node
+
+
+def _settle_walk(root: _Node) -> None:
+    """Mark containers that cannot contain a struct, so unknown-field walks skip them."""
+    state: dict[int, bool] = {}
+
+    def visit(n: _Node) -> bool:
+        key = id(n)
+        if key in state:
+            return state[key]
+        if n.kind == STRUCT:
+            state[key] = True  # structs always need walking (and this breaks cycles)
+            for child in n.props.values():
+                visit(child)
+            return True
+        if n.kind in (MAP, ARRAY) and n.elem is not None:
+            state[key] = True
+            n.walk = visit(n.elem)
+            state[key] = n.walk
+            return n.walk
+        state[key] = False
+        return False
+
+    visit(root)
+
+
+_lock = threading.Lock()
+_compiler: _Compiler | None = None
+_cache: dict[tuple[str, str, str], _Node | None] = {}
+
+
+def _root(group: str, version: str, kind: str) -> _Node | None:
+    key = (group, version, kind)
+    try:
+        return _cache[key]
+    except KeyError:
+        pass
+    global _compiler
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+        if _compiler is None:
+            _compiler = _Compiler()
+        name = definition_for_gvk(group, version, kind)
+        node = _compiler.ref(name) if name else None
+        if node is not None:
+            _settle_walk(node)
+        _cache[key] = node
+        return node
+
+
+_meta: _Node | None = None
+
+
+def _meta_node() -> _Node:
+    global _meta, _compiler
+    if _meta is None:
+        with _lock:
+            if _compiler is None:
+                _compiler = _Compiler()
+            node = _compiler.ref(_META + "ObjectMeta")
+            _settle_walk(node)
+            _meta = node
+    return _meta
+
+
+# --- unknown fields -----------------------------------------------------------------
+
+
+def _unknown(node: _Node, val: Any, path: str, out: list[str], drop: bool = False) -> None:
+    kind = node.kind
+    if kind == STRUCT:
+        if type(val) is not dict:
+            return
+        props = node.props
+        gone: list[str] = []
+        for key, v in val.items():
+            child = props.get(key)
+            if child is None:
+                if len(out) < _MAX_STRICT_ERRORS:
+                    out.append(f"{path}.{key}" if path else key)
+                if drop:
+                    gone.append(key)
+            elif child.walk and v is not None:
+                _unknown(child, v, f"{path}.{key}" if path else key, out, drop)
+        for key in gone:
+            del val[key]
+    elif kind == ARRAY:
+        if type(val) is list:
+            elem = node.elem
+            for i, v in enumerate(val):
+                if v is not None:
+                    _unknown(elem, v, f"{path}[{i}]", out, drop)  # type: ignore[arg-type]
+    elif kind == MAP:
+        if type(val) is dict:
+            elem = node.elem
+            for key, v in val.items():
+                if v is not None:
+                    _unknown(elem, v, f"{path}.{key}" if path else key, out, drop)  # type: ignore[arg-type]
+
+
+def unknown_fields(group: str, version: str, kind: str, obj: Any) -> list[str]:
+    """Paths of the fields the Go types of group/version/kind do not have, in document order.
+
+    Paths are upstream's: `spec.containers[0].ports[0].containnerPort`, `metadata.foo`,
+    `foo` at the top. Kinds without a built-in schema report nothing.
+    """
+    node = _root(group, version, kind)
+    if node is None:
+        return []
+    out: list[str] = []
+    _unknown(node, obj, "", out)
+    return out
+
+
+def object_meta_unknown_fields(meta: Any, prefix: str = "metadata", drop: bool = False) -> list[str]:
+    """Unknown fields of an ObjectMeta value, prefixed like upstream (`metadata.foo`).
+
+    With drop=True they are also removed, as decoding into ObjectMeta does.
+    """
+    out: list[str] = []
+    _unknown(_meta_node(), meta, prefix, out, drop)
+    return out
+
+
+def strict_decoding_message(kind: str, version: str, paths: list[str], target_kind: str | None = None) -> str:
+    """The 400 message for unknown fields under fieldValidation=Strict."""
+    errs = ", ".join(f'unknown field "{p}"' for p in paths)
+    return cannot_handle_message(kind, version, f"strict decoding error: {errs}", target_kind)
+
+
+def cannot_handle_message(kind: str, version: str, err: str, target_kind: str | None = None) -> str:
+    """Upstream's transformDecodeError wrapping of a decode error."""
+    return f'{kind} in version "{version}" cannot be handled as a {target_kind or kind}: {err}'
+
+
+# --- type errors ----------------------------------------------------------------------
+
+
+def _desc(v: Any) -> str:
+    """How Go's decoder names a JSON value it could not store."""
+    if v is True or v is False:
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+class _TypeWalk:
+    __slots__ = ("saved", "fatal", "stack")
+
+    def __init__(self) -> None:
+        self.saved: list[str] = []  # Go's saveError: decoding goes on, the first one wins
+        self.fatal: str | None = None  # an unmarshaler's error: decoding stops there
+        self.stack: list[str] = []
+
+    def type_err(self, value: str, gotype: str, sname: str) -> str:
+        if self.stack:
+            return (
+                f"json: cannot unmarshal {value} into Go struct field {sname}.{'.'.join(self.stack)} of type {gotype}"
+            )
+        return f"json: cannot unmarshal {value} into Go value of type {gotype}"
+
+    def check(self, node: _Node, v: Any, sname: str) -> None:
+        if v is None or self.fatal is not None:
+            return
+        kind = node.kind
+        if kind == STRUCT:
+            if type(v) is dict:
+                props = node.props
+                stack = self.stack
+                for key, fv in v.items():
+                    child = props.get(key)
+                    if child is None or fv is None:
+                        continue
+                    stack.append(key)
+                    self.check(child, fv, node.goname)
+                    stack.pop()
+                    if self.fatal is not None:
+                        return
+            else:
+                self.saved.append(self.type_err(_desc(v), node.gotype, sname))
+        elif kind == ARRAY:
+            if type(v) is list:
+                for item in v:
+                    self.check(node.elem, item, sname)  # type: ignore[arg-type]
+            else:
+                self.saved.append(self.type_err(_desc(v), node.gotype, sname))
+        elif kind == MAP:
+            if type(v) is dict:
+                for item in v.values():
+                    self.check(node.elem, item, sname)  # type: ignore[arg-type]
+            else:
+                self.saved.append(self.type_err(_desc(v), node.gotype, sname))
+        elif kind == STRING:
+            if type(v) is not str:
+                self.saved.append(self.type_err(_desc(v), "string", sname))
+        elif kind == INT:
+            err = _int_err(v, node.bits)
+            if err:
+                self.saved.append(self.type_err(err, node.gotype, sname))
+        elif kind == FLOAT:
+            if v is True or v is False or not isinstance(v, (int, float)):
+                self.saved.append(self.type_err(_desc(v), node.gotype, sname))
+        elif kind == BOOL:
+            if v is not True and v is not False:
+                self.saved.append(self.type_err(_desc(v), "bool", sname))
+        elif kind == BYTES:
+            if type(v) is str:
+                err = base64_error(v)
+                if err:
+                    self.saved.append(err)
+            else:
+                self.saved.append(self.type_err(_desc(v), "[]uint8", sname))
+        elif kind == QUANTITY:
+            if isinstance(v, str):
+                err = quantity_error(v.strip())
+            elif isinstance(v, (int, float)) and v is not True and v is not False:
+                err = quantity_error(go_number_literal(v))
+            else:
+                err = quantity_error("x")  # bool, array or object: never a quantity
+            if err:
+                self.fatal = err
+        elif kind == INTORSTR:
+            if type(v) is not str:
+                err = _int_err(v, 32)
+                if err:
+                    self.fatal = self.type_err(err, "int32", sname)
+        elif kind in (TIME, MICROTIME):
+            if type(v) is str:
+                err = parse_rfc3339_error(v, micro=kind == MICROTIME)
+                if err:
+                    self.fatal = err
+            else:
+                self.fatal = self.type_err(_desc(v), "string", sname)
+
+
+def _int_err(v: Any, bits: int) -> str | None:
+    """Go's literalStore into an intN: None when it fits, else the error's value text."""
+    if v is True or v is False:
+        return "bool"
+    if type(v) is int:
+        lim = 1 << (bits - 1)
+        if -lim <= v < lim:
+            return None
+        return f"number {v}"
+    if isinstance(v, float):
+        return f"number {go_number_literal(v)}"  # ParseInt refuses any fraction or exponent
+    if isinstance(v, int):
+        return None
+    return _desc(v)
+
+
+def _type_walk(group: str, version: str, kind: str, obj: Any) -> _TypeWalk | None:
+    node = _root(group, version, kind)
+    if node is None:
+        return None
+    w = _TypeWalk()
+    w.check(node, obj, node.goname)
+    return w
+
+
+def decode_error(group: str, version: str, kind: str, obj: Any) -> str | None:
+    """The error text upstream's decoder reports for obj, unwrapped; None if it decodes.
+
+    Go keeps decoding after a plain type mismatch and reports the first one, but an
+    unmarshaler's error (Quantity, Time, IntOrString) aborts at once and wins.
+    """
+    w = _type_walk(group, version, kind, obj)
+    if w is None:
+        return None
+    if w.fatal is not None:
+        return w.fatal
+    return w.saved[0] if w.saved else None
+
+
+def type_errors(group: str, version: str, kind: str, obj: Any) -> list[str]:
+    """Upstream-like decode errors for values of the wrong JSON type, wrapped as the API
+    server returns them (`Pod in version "v1" cannot be handled as a Pod: json: ...`).
+
+    The first entry is the one upstream reports; the rest, in document order, are the
+    other mismatches found (upstream reports only one).
+    """
+    w = _type_walk(group, version, kind, obj)
+    if w is None:
+        return []
+    errs = list(w.saved)
+    if w.fatal is not None:
+        errs.insert(0, w.fatal)
+    return [cannot_handle_message(kind, version, e) for e in errs]
+
+
+# --- custom resources -------------------------------------------------------------------
+
+
+def unknown_fields_structural(schema: dict[str, Any] | None, obj: Any) -> list[str]:
+    """Unknown fields of a custom resource, as its strict decoding reports them.
+
+    Order follows upstream: unknown ObjectMeta fields first, then the fields pruning
+    would drop (sorted), then unknown metadata fields of embedded resources. obj is
+    not modified.
+    """
+    from .structural import embedded_meta_unknown_fields, pruned_paths
+
+    out: list[str] = []
+    if isinstance(obj, dict):
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            out.extend(object_meta_unknown_fields(meta))
+    out.extend(pruned_paths(schema, obj, root=True))
+    out.extend(embedded_meta_unknown_fields(schema, obj))
+    return out
