@@ -1,0 +1,539 @@
+"""Operations on wire-form values under a typed schema, as structured-merge-diff's `typed`
+package performs them for server-side apply: the field set a value sets, the comparison of
+two values, the apply merge, and removing a set of fields.
+
+Values are JSON data; a member that is absent is `MISSING` (distinct from JSON null).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._common import go_equal, go_json, go_type_name, go_v
+from ._schema import DEDUCED, LIST, MAP, SCALAR, TypeNode
+from .fieldpath import PE, FieldSet, path_string
+
+__all__ = ["MISSING", "TypedError", "to_field_set", "compare", "merge", "remove_items", "ensure_named_fields",
+           "item_pe"]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class TypedError(ValueError):
+    """A value that does not fit its schema (smd's ValidationErrors)."""
+
+    def __init__(self, errors: list[tuple[tuple[PE, ...], str]]) -> None:
+        self.errors = errors
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        rendered = [f"{path_string(p)}: {m}" for p, m in self.errors]
+        if len(rendered) == 1:
+            return rendered[0]
+        return "\n".join(["errors:"] + ["  " + r for r in rendered])
+
+
+def _kind(t: TypeNode | None, v: Any) -> str:
+    """The effective kind of `v` under `t` (deduced types take the value's shape)."""
+    if t is not None and t.kind != DEDUCED:
+        return t.kind
+    if isinstance(v, dict):
+        return MAP
+    if isinstance(v, list):
+        return LIST
+    return SCALAR
+
+
+def _is_atomic(t: TypeNode | None, kind: str) -> bool:
+    if t is None or t.kind == DEDUCED:
+        # Deduced lists are atomic; deduced maps are granular.
+        return kind == LIST
+    return t.atomic
+
+
+def _elem(t: TypeNode | None) -> TypeNode | None:
+    if t is None or t.kind == DEDUCED:
+        return None
+    return t.elem()
+
+
+def _field_type(t: TypeNode | None, name: str) -> tuple[TypeNode | None, bool]:
+    """(type of map member `name`, whether it is a declared struct field)."""
+    if t is None or t.kind == DEDUCED:
+        return None, False
+    if t.has_field(name):
+        return t.field(name), True
+    return t.elem(), False
+
+
+def _undeclared(t: TypeNode | None, name: str) -> bool:
+    return t is not None and t.kind == MAP and not t.has_field(name) and t.elem() is None
+
+
+def item_pe(t: TypeNode | None, item: Any) -> PE:
+    """The path element of a list item (by keys, by value, or raises for atomic lists)."""
+    if t is not None and t.kind == LIST and t.list_type == "map":
+        if item is None:
+            raise ValueError("associative list with keys may not have a null element")
+        if not isinstance(item, dict):
+            raise ValueError("associative list with keys may not have non-map elements")
+        fields: dict[str, Any] = {}
+        for k in t.keys:
+            if k in item:
+                fields[k] = item[k]
+            elif k in t.key_defaults:
+                fields[k] = t.key_defaults[k]
+            else:
+                raise ValueError(f'associative list with keys has an element that omits key field "{k}" '
+                                 "(and doesn't have default value)")
+        return ("k", go_json(fields, sort_keys=True))
+    if isinstance(item, (dict, list)) and item:
+        raise ValueError("associative list without keys has an element that's a map type")
+    return ("v", go_json(item, sort_keys=True))
+
+
+def _index_items(t: TypeNode, items: list[Any], strict: bool, path: tuple[PE, ...],
+                 errs: list[tuple[tuple[PE, ...], str]]) -> tuple[list[PE], dict[PE, list[Any]]]:
+    pes: list[PE] = []
+    by_pe: dict[PE, list[Any]] = {}
+    for i, item in enumerate(items):
+        try:
+            pe = item_pe(t, item)
+        except ValueError as e:
+            errs.append((path, f"element {i}: {e}"))
+            continue
+        if pe in by_pe:
+            if strict:
+                errs.append((path, f"duplicate entries for key {_pe_text(pe)}"))
+            by_pe[pe].append(item)
+        else:
+            by_pe[pe] = [item]
+            pes.append(pe)
+    return pes, by_pe
+
+
+def _pe_text(pe: PE) -> str:
+    from .fieldpath import pe_string
+
+    return pe_string(pe)
+
+
+def _check_type(t: TypeNode | None, v: Any, path: tuple[PE, ...], errs: list[tuple[tuple[PE, ...], str]]) -> bool:
+    """Shape check of a value against a non-deduced type; records an error when it fails."""
+    if v is None or t is None or t.kind == DEDUCED:
+        return True
+    if t.kind == MAP and not isinstance(v, dict):
+        errs.append((path, f"expected map, got {_shape(v)}"))
+        return False
+    if t.kind == LIST and not isinstance(v, list):
+        errs.append((path, f"expected list, got {_shape(v)}"))
+        return False
+    if t.kind == SCALAR:
+        st = t.scalar_type
+        if st == "numeric" and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            errs.append((path, f"expected numeric (int or float), got {go_type_name(v).replace('int64', 'int')}"))
+            return False
+        if st == "string" and not isinstance(v, str):
+            errs.append((path, f"expected string, got &value.valueUnstructured{{Value:{_go_sharp_v(v)}}}"))
+            return False
+        if st == "boolean" and not isinstance(v, bool):
+            errs.append((path, f"expected boolean, got {_shape(v)}"))
+            return False
+        if isinstance(v, (dict, list)):
+            errs.append((path, f"expected any scalar, got {_shape(v)}"))
+            return False
+    return True
+
+
+def _shape(v: Any) -> str:
+    if isinstance(v, (dict, list)):
+        return go_v(v)
+    return go_v(v)
+
+
+def _go_sharp_v(v: Any) -> str:
+    if isinstance(v, str):
+        return go_json(v)
+    if isinstance(v, dict):
+        return "map[string]interface {}{" + ", ".join(f"{go_json(k)}:{_go_sharp_v(x)}" for k, x in sorted(v.items())) + "}"
+    if isinstance(v, list):
+        return "[]interface {}{" + ", ".join(_go_sharp_v(x) for x in v) + "}"
+    return go_v(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# ToFieldSet
+
+
+def to_field_set(value: dict[str, Any], t: TypeNode, strict: bool = True) -> FieldSet:
+    """The set of fields `value` sets. `strict` (for apply configurations) reports fields
+    not declared in the schema, duplicate list keys and shape errors; otherwise (live
+    objects) such parts are tolerated and treated as free-form."""
+    errs: list[tuple[tuple[PE, ...], str]] = []
+    out = FieldSet()
+    if isinstance(value, dict):
+        _fs_map_items(value, t, out, strict, (), errs)
+    if errs and strict:
+        raise TypedError(errs)
+    return out
+
+
+def _fs_child(v: Any, t: TypeNode | None, parent: FieldSet, pe: PE, declared: bool, strict: bool,
+              path: tuple[PE, ...], errs: list[tuple[tuple[PE, ...], str]]) -> None:
+    if v is None:
+        parent.members.add(pe)
+        return
+    if strict and not _check_type(t, v, path, errs):
+        return
+    kind = _kind(t, v)
+    if kind == SCALAR or (kind == MAP and not isinstance(v, dict)) or (kind == LIST and not isinstance(v, list)):
+        parent.members.add(pe)
+        return
+    if _is_atomic(t, kind):
+        parent.members.add(pe)
+        return
+    if kind == LIST:
+        sub = FieldSet()
+        assert t is not None
+        pes, by_pe = _index_items(t, v, strict, path, errs)
+        elem = _elem(t)
+        for ipe in pes:
+            items = by_pe[ipe]
+            sub.members.add(ipe)
+            if len(items) == 1:
+                isub = FieldSet()
+                _fs_item(items[0], elem, isub, strict, path + (ipe,), errs)
+                if not isub.empty():
+                    sub.children[ipe] = isub
+        if not sub.empty():
+            parent.children[pe] = sub
+        if not declared:
+            parent.members.add(pe)
+        return
+    # granular map
+    if not v:
+        parent.members.add(pe)
+        return
+    sub = FieldSet()
+    _fs_map_items(v, t, sub, strict, path, errs)
+    if not sub.empty():
+        parent.children[pe] = sub
+    if not declared:
+        parent.members.add(pe)
+
+
+def _fs_item(item: Any, t: TypeNode | None, out: FieldSet, strict: bool, path: tuple[PE, ...],
+             errs: list[tuple[tuple[PE, ...], str]]) -> None:
+    if item is None:
+        return
+    if strict and not _check_type(t, item, path, errs):
+        return
+    kind = _kind(t, item)
+    if kind == MAP and isinstance(item, dict) and not _is_atomic(t, kind):
+        _fs_map_items(item, t, out, strict, path, errs)
+
+
+def _fs_map_items(v: dict[str, Any], t: TypeNode | None, out: FieldSet, strict: bool, path: tuple[PE, ...],
+                  errs: list[tuple[tuple[PE, ...], str]]) -> None:
+    for key, child in v.items():
+        pe = ("f", key)
+        if strict and _undeclared(t, key):
+            errs.append((path + (pe,), "field not declared in schema"))
+            continue
+        ft, declared = _field_type(t, key)
+        _fs_child(child, ft, out, pe, declared, strict, path + (pe,), errs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Compare
+
+
+def compare(lhs: dict[str, Any], rhs: dict[str, Any], t: TypeNode) -> tuple[FieldSet, FieldSet, FieldSet]:
+    """(added, modified, removed) going from `lhs` to `rhs`. Non-leaf nodes (maps, list
+    items, granular lists) that appear or vanish are reported as well, which is where the
+    "." entries of Update managers come from."""
+    added, modified, removed = FieldSet(), FieldSet(), FieldSet()
+    _cmp_map_items(lhs if isinstance(lhs, dict) else {}, rhs if isinstance(rhs, dict) else {}, t,
+                   added, modified, removed)
+    return added, modified, removed
+
+
+def _is_empty(v: Any) -> bool:
+    return v is MISSING or v is None or (isinstance(v, (dict, list)) and not v)
+
+
+def _cmp_node(lv: Any, rv: Any, t: TypeNode | None, pe: PE, A: FieldSet, M: FieldSet, R: FieldSet) -> None:
+    probe = rv if rv is not MISSING and rv is not None else lv
+    kind = _kind(t, probe)
+    leaf = kind == SCALAR
+    if not leaf:
+        want = dict if kind == MAP else list
+        ok_l = lv is MISSING or lv is None or isinstance(lv, want)
+        ok_r = rv is MISSING or rv is None or isinstance(rv, want)
+        if not (ok_l and ok_r):
+            leaf = True
+        elif _is_atomic(t, kind) or (_is_empty(lv) and _is_empty(rv)):
+            leaf = True
+    if leaf:
+        if lv is MISSING:
+            A.members.add(pe)
+        elif rv is MISSING:
+            R.members.add(pe)
+        elif not go_equal(lv, rv):
+            M.members.add(pe)
+        return
+    ca, cm, cr = FieldSet(), FieldSet(), FieldSet()
+    if kind == MAP:
+        _cmp_map_items(lv if isinstance(lv, dict) else {}, rv if isinstance(rv, dict) else {}, t, ca, cm, cr)
+    else:
+        _cmp_list_items(lv if isinstance(lv, list) else [], rv if isinstance(rv, list) else [], t, ca, cm, cr)
+    if not ca.empty():
+        A.children[pe] = ca
+    if not cm.empty():
+        M.children[pe] = cm
+    if not cr.empty():
+        R.children[pe] = cr
+    if lv is MISSING:
+        A.members.add(pe)
+    elif rv is MISSING:
+        R.members.add(pe)
+
+
+def _cmp_map_items(lv: dict[str, Any], rv: dict[str, Any], t: TypeNode | None, A: FieldSet, M: FieldSet,
+                   R: FieldSet) -> None:
+    for key, lchild in lv.items():
+        ft, _ = _field_type(t, key)
+        _cmp_node(lchild, rv.get(key, MISSING), ft, ("f", key), A, M, R)
+    for key, rchild in rv.items():
+        if key not in lv:
+            ft, _ = _field_type(t, key)
+            _cmp_node(MISSING, rchild, ft, ("f", key), A, M, R)
+
+
+def _safe_index(t: TypeNode, items: list[Any]) -> tuple[list[PE], dict[PE, list[Any]]]:
+    pes: list[PE] = []
+    by_pe: dict[PE, list[Any]] = {}
+    for item in items:
+        try:
+            pe = item_pe(t, item)
+        except ValueError:
+            pe = ("v", go_json(item, sort_keys=True))
+        if pe in by_pe:
+            by_pe[pe].append(item)
+        else:
+            by_pe[pe] = [item]
+            pes.append(pe)
+    return pes, by_pe
+
+
+def _cmp_list_items(lv: list[Any], rv: list[Any], t: TypeNode | None, A: FieldSet, M: FieldSet,
+                    R: FieldSet) -> None:
+    assert t is not None
+    elem = _elem(t)
+    lpes, lmap = _safe_index(t, lv)
+    rpes, rmap = _safe_index(t, rv)
+    for pe in lpes + [p for p in rpes if p not in lmap]:
+        litems = lmap.get(pe)
+        ritems = rmap.get(pe)
+        if (litems is not None and len(litems) > 1) or (ritems is not None and len(ritems) > 1):
+            # Duplicated keys (tolerated in live objects) compare as one atomic leaf.
+            if litems is None:
+                A.members.add(pe)
+            elif ritems is None:
+                R.members.add(pe)
+            elif not go_equal(litems, ritems):
+                M.members.add(pe)
+            continue
+        _cmp_node(litems[0] if litems else MISSING, ritems[0] if ritems else MISSING, elem, pe, A, M, R)
+
+
+# ---------------------------------------------------------------------------------------------
+# Merge (apply): live `lhs` with configuration `rhs`, the configuration wins at leaves
+
+
+def _strip_nulls(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _strip_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_strip_nulls(x) for x in v]
+    return v
+
+
+def merge(lhs: Any, rhs: Any, t: TypeNode | None, drop_null: bool = False) -> Any:
+    """Merge the configuration `rhs` into the live `lhs`. With `drop_null` (built-in kinds,
+    whose typed round trip upstream turns nulls into absent fields) a null in the
+    configuration removes the member instead of storing null."""
+    if rhs is MISSING:
+        return lhs
+    if lhs is MISSING:
+        return _strip_nulls(rhs) if drop_null else rhs
+    probe = rhs if rhs is not None else lhs
+    kind = _kind(t, probe)
+    if kind == SCALAR or _is_atomic(t, kind):
+        return _strip_nulls(rhs) if drop_null else rhs
+    want = dict if kind == MAP else list
+    if not ((lhs is None or isinstance(lhs, want)) and (rhs is None or isinstance(rhs, want))):
+        return _strip_nulls(rhs) if drop_null else rhs
+    if _is_empty(lhs) and _is_empty(rhs):
+        return rhs
+    if kind == MAP:
+        lm = lhs if isinstance(lhs, dict) else {}
+        rm = rhs if isinstance(rhs, dict) else {}
+        out: dict[str, Any] = {}
+        for key, lchild in lm.items():
+            ft, _ = _field_type(t, key)
+            rchild = rm.get(key, MISSING)
+            v = merge(lchild, rchild, ft, drop_null)
+            if drop_null and v is None and rchild is None:
+                continue
+            out[key] = v
+        for key, rchild in rm.items():
+            if key not in lm:
+                if drop_null:
+                    if rchild is None:
+                        continue
+                    rchild = _strip_nulls(rchild)
+                out[key] = rchild
+        return out
+    assert t is not None
+    return _merge_list(lhs if isinstance(lhs, list) else [], rhs if isinstance(rhs, list) else [], t, drop_null)
+
+
+def _merge_list(lhs: list[Any], rhs: list[Any], t: TypeNode, drop_null: bool) -> list[Any]:
+    """Merge keeping the configuration's order for shared items and the live position of
+    live-only items (smd's visitListItems)."""
+    elem = _elem(t)
+    r_pes, r_map = _safe_index(t, rhs)
+    l_pes_all: list[PE] = []
+    l_map: dict[PE, list[Any]] = {}
+    for item in lhs:
+        try:
+            pe = item_pe(t, item)
+        except ValueError:
+            pe = ("v", go_json(item, sort_keys=True))
+        l_pes_all.append(pe)
+        l_map.setdefault(pe, []).append(item)
+    shared = [pe for pe in r_pes if pe in l_map]
+    shared_i = 0
+    next_shared = shared[0] if shared else None
+    merged_r: set[PE] = set()
+    out: list[Any] = []
+    li = ri = 0
+
+    def lchild(pe: PE) -> Any:
+        items = l_map.get(pe)
+        return items[0] if items is not None and len(items) == 1 else MISSING
+
+    def advance() -> None:
+        nonlocal shared_i, next_shared
+        shared_i += 1
+        next_shared = shared[shared_i] if shared_i < len(shared) else None
+
+    while li < len(l_pes_all) or ri < len(r_pes):
+        if li < len(l_pes_all) and ri < len(r_pes):
+            pe = l_pes_all[li]
+            if pe == r_pes[ri]:
+                merged_r.add(pe)
+                out.append(merge(lchild(pe), r_map[pe][0], elem, drop_null))
+                li += 1
+                ri += 1
+                advance()
+                continue
+            if pe in r_map and next_shared is not None and next_shared != pe:
+                li += 1
+                continue
+        if li < len(l_pes_all):
+            pe = l_pes_all[li]
+            if pe not in r_map:
+                out.append(lhs[li])
+                li += 1
+                continue
+            if pe in merged_r:
+                li += 1
+                continue
+        if ri < len(r_pes):
+            pe = r_pes[ri]
+            merged_r.add(pe)
+            out.append(merge(lchild(pe), r_map[pe][0], elem, drop_null))
+            ri += 1
+            if next_shared is not None and next_shared == pe:
+                advance()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# RemoveItems
+
+
+def remove_items(value: Any, fs: FieldSet, t: TypeNode | None) -> Any:
+    """`value` without the members of `fs` (a removed member takes its subtree). A map or
+    list emptied this way becomes None, as upstream's walker leaves it nil."""
+    kind = _kind(t, value)
+    if kind == SCALAR:
+        return value
+    if kind == LIST:
+        if not isinstance(value, list) or not value:
+            return None
+        if _is_atomic(t, kind):
+            return value
+        assert t is not None
+        elem = _elem(t)
+        items: list[Any] = []
+        for item in value:
+            try:
+                pe = item_pe(t, item)
+            except ValueError:
+                items.append(item)
+                continue
+            if pe in fs.members:
+                continue
+            sub = fs.children.get(pe)
+            if sub is not None and not sub.empty():
+                item = remove_items(item, sub, elem)
+            items.append(item)
+        return items or None
+    if not isinstance(value, dict) or not value:
+        return None
+    if _is_atomic(t, kind):
+        return value
+    out: dict[str, Any] = {}
+    for key, child in value.items():
+        pe = ("f", key)
+        if pe in fs.members:
+            continue
+        sub = fs.children.get(pe)
+        if sub is not None and not sub.empty() and child is not None:
+            ft, _ = _field_type(t, key)
+            child = remove_items(child, sub, ft)
+            if child is None:
+                # Emptied by the removal: upstream leaves it nil, which the typed object
+                # serialises as absent.
+                continue
+        out[key] = child
+    return out or None
+
+
+def ensure_named_fields(fs: FieldSet, t: TypeNode | None) -> FieldSet:
+    """A copy of `fs` where struct fields that have owned descendants are members too
+    (smd's EnsureNamedFieldsAreMembers), so removing them removes the whole field."""
+    out = FieldSet()
+    out.members = set(fs.members)
+    for pe, child in fs.children.items():
+        if child.empty():
+            continue
+        if pe[0] == "f":
+            if t is not None and t.kind == MAP and t.has_field(pe[1]):
+                out.members.add(pe)
+            ft, _ = _field_type(t, pe[1])
+        else:
+            ft = _elem(t)
+        out.children[pe] = ensure_named_fields(child, ft)
+    return out
