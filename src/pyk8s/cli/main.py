@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from .. import KUBERNETES_VERSION, __version__
+from .image import add_image_parser, run_image
 
 
 def _server_parser(sub: Any) -> None:
@@ -26,7 +27,11 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--advertise-address", default=None, help="address other components reach the API server on")
     p.add_argument("--tls-san", action="append", default=[], help="extra subject alternative name for the serving cert")
     p.add_argument("--datastore-endpoint", default="",
-                   help="sqlite://PATH (default <data-dir>/state.db); etcd support comes with the etcd backend")
+                   help="sqlite://PATH (default <data-dir>/state.db) or etcd://HOST:PORT[,HOST:PORT...]")
+    p.add_argument("--etcd-cafile", default=None, help="CA bundle to verify etcd's serving certificates (enables TLS)")
+    p.add_argument("--etcd-certfile", default=None, help="client certificate for etcd (mutual TLS)")
+    p.add_argument("--etcd-keyfile", default=None, help="client key for etcd (mutual TLS)")
+    p.add_argument("--etcd-prefix", default="/registry", help="etcd key prefix for all objects (default /registry)")
     p.add_argument("--token-auth-file", default=None, help="static bearer tokens, upstream CSV format")
     p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", help="service ClusterIP range")
     p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network; each node gets a /24")
@@ -45,12 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"pyk8s {__version__} (Kubernetes {KUBERNETES_VERSION})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _server_parser(sub)
+    add_image_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
     if args.command == "server":
         return _run(_server(args), args.v)
+    if args.command == "image":
+        return run_image(args)
     return 2
 
 
@@ -81,6 +89,10 @@ async def _server(args: Any) -> int:
         advertise_address=args.advertise_address,
         extra_sans=args.tls_san,
         datastore_endpoint=args.datastore_endpoint,
+        etcd_cafile=args.etcd_cafile,
+        etcd_certfile=args.etcd_certfile,
+        etcd_keyfile=args.etcd_keyfile,
+        etcd_prefix=args.etcd_prefix,
         token_auth_file=args.token_auth_file,
         service_cidr=args.service_cluster_ip_range,
         cluster_cidr=args.cluster_cidr,
@@ -88,10 +100,12 @@ async def _server(args: Any) -> int:
         compaction_interval=args.compaction_interval,
         compaction_window=args.compaction_interval,
     )
+    from ..storage import StoreError
+
     server = APIServer(cfg)
     try:
         await server.start()
-    except OSError as e:
+    except (OSError, StoreError) as e:  # e.g. port in use, etcd unreachable
         print(f"pyk8s: cannot start the API server: {e}", file=sys.stderr)
         return 1
     components: list[Any] = []
