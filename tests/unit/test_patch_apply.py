@@ -540,3 +540,48 @@ def test_kubectl_last_applied_manager_records_no_time_for_a_no_op():
     assert e["fieldsV1"] == {"f:metadata": {"f:annotations": {f"f:{LAST}": {}}}}
     assert entries(out)[0] is e or entries(out)[0] == e   # no time sorts first among appliers
     assert out["metadata"]["annotations"][LAST] == annotation
+
+
+def test_apply_on_the_status_subresource():
+    live = stored(server_side_apply(None, deploy_config(), "kubectl", now=T0))
+    cfg = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"replicas": 50}, "status": {"replicas": 2, "readyReplicas": 1}}
+    out = server_side_apply(live, cfg, "controller", subresource="status", now=T1)
+    e = entry(out, "controller")
+    assert e["subresource"] == "status" and e["operation"] == "Apply"
+    assert e["fieldsV1"] == {"f:status": {"f:readyReplicas": {}, "f:replicas": {}}}
+    # spec is not owned here, so no conflict with kubectl over replicas.
+    assert "f:replicas" in entry(out, "kubectl")["fieldsV1"]["f:spec"]
+
+
+def test_explicit_reset_fields_for_custom_resources():
+    cfg = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+           "spec": {"size": 1}, "status": {"ok": True}}
+    plain = server_side_apply(None, cfg, "m", now=T0)
+    assert "f:status" in entry(plain, "m")["fieldsV1"]
+    with_subresource = server_side_apply(None, cfg, "m", now=T0, reset_fields=["status"])
+    assert "f:status" not in entry(with_subresource, "m")["fieldsV1"]
+
+
+def test_custom_resource_update_recording():
+    cr = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "labels": {"a": "1"}},
+          "spec": {"size": 1, "nested": {"x": 1}}}
+    obj = update_managed_fields(None, cr, "creator", now=T0)
+    assert entry(obj, "creator")["fieldsV1"] == {
+        "f:metadata": {"f:labels": {".": {}, "f:a": {}}},
+        "f:spec": {".": {}, "f:nested": {".": {}, "f:x": {}}, "f:size": {}}}
+
+
+def test_null_creation_timestamp_in_configuration():
+    # kubectl run --dry-run=client -o yaml | kubectl apply --server-side -f -
+    cfg = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"creationTimestamp": None, "labels": {"run": "nginx"}, "name": "nginx", "namespace": "default"},
+           "spec": {"containers": [{"image": "nginx", "name": "nginx", "resources": {}}],
+                    "dnsPolicy": "ClusterFirst", "restartPolicy": "Never"},
+           "status": {}}
+    live = stored(server_side_apply(None, cfg, "kubectl", now=T0))
+    out = server_side_apply(live, cfg, "kubectl", now=T1)
+    assert out["metadata"]["creationTimestamp"] == T0
+    assert out["metadata"]["uid"] == "uid-1"
+    # Upstream counts the nulled timestamp as a change, so the apply time moves.
+    assert entry(out, "kubectl")["time"] == T1

@@ -154,8 +154,7 @@ def _check_type(t: TypeNode | None, v: Any, path: tuple[PE, ...], errs: list[tup
 
 
 def _shape(v: Any) -> str:
-    if isinstance(v, (dict, list)):
-        return go_v(v)
+    # smd prints the offending value with %v.
     return go_v(v)
 
 

@@ -88,6 +88,8 @@ _STRIP = FieldSet.from_paths([
     (("f", "metadata"), ("f", "resourceVersion")),
 ])
 
+_SERVER_METADATA = ("creationTimestamp", "uid", "generation", "deletionTimestamp", "deletionGracePeriodSeconds")
+
 _LAST_APPLIED_PATH = FieldSet.from_paths([
     (("f", "metadata"), ("f", "annotations"), ("f", LAST_APPLIED_ANNOTATION)),
 ])
@@ -611,6 +613,16 @@ def server_side_apply(current: dict[str, Any] | None, applied: dict[str, Any], m
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
         if isinstance(annotations, dict) and annotations.get(LAST_APPLIED_ANNOTATION):
             _set_last_applied(obj, _build_last_applied(applied))
+    if current is not None:
+        # A configuration carrying `creationTimestamp: null` (kubectl's dry-run output does)
+        # changes the object, as upstream counts it, but the registry keeps the server-set
+        # metadata; restore it here too so callers cannot lose it.
+        live_md = live.get("metadata") or {}
+        out_md = obj.get("metadata")
+        if isinstance(out_md, dict):
+            for key in _SERVER_METADATA:
+                if key in live_md and out_md.get(key) is None:
+                    out_md[key] = deepcopy_json(live_md[key])
     if ctx.builtin:
         if current is None:
             # The typed empty object's nulls (creationTimestamp, unset required lists) are
