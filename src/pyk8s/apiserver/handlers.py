@@ -331,7 +331,7 @@ class ResourceHandler:
                     raise E.new_bad_request(f"invalid resource version: {rv}") from None
                 if want > self.rest.store.revision:
                     raise E.new_timeout(f"Too large resource version: {want}, current: {self.rest.store.revision}", 1)
-            await self.rest.caches.wait_fresh(self.rest.store.revision)
+            await self.rest.fresh()
             use_cache = rv == "0" or not limit or cache.count(ns) <= limit
             if use_cache:
                 objs = cache.list(ns)
@@ -396,7 +396,7 @@ class ResourceHandler:
             if since > self.rest.store.revision:
                 raise E.new_timeout(f"Too large resource version: {since}, current: {self.rest.store.revision}", 1)
         else:
-            await self.rest.caches.wait_fresh(self.rest.store.revision)
+            await self.rest.fresh()
             since = cache.rev
         resp = web.StreamResponse(status=200)
         resp.headers["Content-Type"] = out.content_type

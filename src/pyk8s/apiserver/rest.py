@@ -65,6 +65,8 @@ class RestStorage:
         self.mutating: list[AdmissionFn] = []
         self.validating: list[AdmissionFn] = []
         self.managed_fields: Callable[..., Any] | None = None
+        # whether store.revision is authoritative (the store does not ask a cluster for it)
+        self._local_revision = type(store).current_revision is Store.current_revision
         try:
             from ..api.patch.apply import update_managed_fields
 
@@ -77,13 +79,25 @@ class RestStorage:
         sr = self.registry.storage_resource(res)
         return await self.caches.ensure(sr.key_prefix())
 
+    async def fresh(self) -> None:
+        """Wait until the caches hold every write a consistent read must see."""
+        if self._local_revision:  # the embedded store fed the caches before acknowledging: at once
+            await self.caches.wait_fresh(self.store.revision)
+            return
+        try:
+            await self.caches.wait_fresh(await self.store.current_revision())
+        except StoreError as e:
+            raise E.new_internal_error(e) from None
+        except TimeoutError:
+            raise E.new_timeout("the watch cache did not catch up with the store in time", 1) from None
+
     def _not_found(self, res: Resource, name: str) -> E.StatusError:
         return E.new_not_found(res.resource, name, res.group)
 
     async def get_current(self, res: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object as the cache has it (fresh: the embedded store feeds the cache before acking writes)."""
         cache = await self.cache_for(res)
-        await self.caches.wait_fresh(self.store.revision)
+        await self.fresh()
         return cache.objects.get(res.key(namespace, name))
 
     async def get(self, res: Resource, namespace: str | None, name: str) -> dict[str, Any]:

@@ -43,6 +43,10 @@ class ServerConfig:
     bind_address: str = "127.0.0.1"
     port: int = 6443
     datastore_endpoint: str = ""
+    etcd_cafile: str | None = None
+    etcd_certfile: str | None = None
+    etcd_keyfile: str | None = None
+    etcd_prefix: str = "/registry"
     token_auth_file: str | None = None
     service_cidr: str = "10.96.0.0/12"
     cluster_cidr: str = "10.244.0.0/16"
@@ -119,17 +123,25 @@ class APIServer:
         t0 = time.monotonic()
         cfg = self.config
         os.makedirs(cfg.data_dir, exist_ok=True)
-        self.store = open_store(cfg.datastore_endpoint, cfg.data_dir)
+        self.store = open_store(cfg.datastore_endpoint, cfg.data_dir, etcd_cafile=cfg.etcd_cafile,
+                                etcd_certfile=cfg.etcd_certfile, etcd_keyfile=cfg.etcd_keyfile,
+                                prefix=cfg.etcd_prefix)
         self.caches = CacheSet(self.store)
-        if hasattr(self.store, "_on_events"):
+        embedded = hasattr(self.store, "_on_events")
+        if embedded:
             self.store._on_events = self.caches.on_events  # embedded store: caches follow every commit synchronously
         if cfg.synchronous != "FULL" and hasattr(self.store, "synchronous"):
             self.store.synchronous = cfg.synchronous
         await self.store.start()
+        follow_from = self.store.revision  # every cache below is loaded at this revision or later
         self.rest = RestStorage(self.store, self.caches, self.registry)
         for r in self.registry.all():
             if not r.virtual:
                 await self.rest.cache_for(r)
+        if not embedded:
+            # a remote store (etcd) cannot feed the caches before it acknowledges a write: follow its
+            # watch; consistent reads wait for it to reach the store's current revision (rest.fresh)
+            self._tasks.append(asyncio.create_task(self.caches.follow(follow_from), name="cache-follow"))
         self.handler = ResourceHandler(self.rest, self.registry, cfg.bookmark_interval)
         from . import admission
 

@@ -11,15 +11,18 @@ as upstream closes watchers whose channel is full.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from typing import Any, Callable, Iterable
 
 import orjson
 
-from ..storage import DELETE, CompactedError, Event, Store
+from ..storage import DELETE, PUT, CompactedError, Event, KeyValue, Store, StoreError
 
 __all__ = ["CacheEvent", "ResourceCache", "CacheSet", "Watcher", "TooOldError"]
+
+log = logging.getLogger("pyk8s.apiserver.watchcache")
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
@@ -274,6 +277,10 @@ class CacheSet:
         self.rev = 0
         self._task: asyncio.Task[None] | None = None
         self._fresh_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        # The embedded store calls on_events before acknowledging writes; a remote store (etcd)
+        # is followed through a watch, so events can arrive while a cache is being loaded.
+        self._sync_feed = hasattr(store, "_on_events")
+        self._loading: dict[str, list[list[Event]]] = {}  # prefix -> buffers of events seen during its load
 
     @staticmethod
     def prefix_of(key: str) -> str:
@@ -288,7 +295,15 @@ class CacheSet:
         if c is not None:
             return c
         c = ResourceCache(prefix)
-        res = await self.store.range(prefix)
+        buf: list[Event] = []
+        self._loading.setdefault(prefix, []).append(buf)
+        try:
+            res = await self.store.range(prefix)
+        finally:
+            bufs = self._loading[prefix]
+            bufs.remove(buf)
+            if not bufs:
+                del self._loading[prefix]
         c.load(((kv.key, decode(kv.value, kv.mod_revision)) for kv in res.kvs), res.revision)
         # registered only once loaded; the embedded store's range has no await point, so no
         # event can fall between the range and the registration
@@ -296,8 +311,15 @@ class CacheSet:
         if other is not None:
             return other
         self.caches[prefix] = c
-        # the range was read at the store's latest revision: everything up to it is known
-        self.rev = max(self.rev, res.revision)
+        # a followed store's events newer than the range that arrived while it ran
+        for ev in buf:
+            if ev.revision > c.rev:
+                c.apply(ev)
+        if self._sync_feed:
+            # the range was read at the store's latest revision: everything up to it is known
+            self.rev = max(self.rev, res.revision)
+        # (a followed store: self.rev says how far the watch has fed *every* cache; this one
+        # may be ahead of it, and events up to its revision are skipped as they come)
         return c
 
     def drop(self, prefix: str) -> None:
@@ -309,10 +331,15 @@ class CacheSet:
     def on_events(self, events: list[Event]) -> None:
         """Feed from the store (synchronously for the embedded store, so reads follow writes)."""
         caches = self.caches
+        loading = self._loading
         for ev in events:
-            c = caches.get(self.prefix_of(ev.kv.key))
+            p = self.prefix_of(ev.kv.key)
+            c = caches.get(p)
             if c is not None and ev.revision > c.rev:
                 c.apply(ev)
+            elif c is None and loading and p in loading:
+                for buf in loading[p]:
+                    buf.append(ev)
         if events:
             self.rev = events[-1].revision
             for c in caches.values():
@@ -330,12 +357,51 @@ class CacheSet:
             self._fresh_waiters = keep
 
     async def follow(self, from_revision: int) -> None:
-        """For stores that cannot call on_events synchronously: follow a store watch."""
-        try:
-            async for batch in self.store.watch("/registry/", from_revision + 1):
-                self.on_events(batch)
-        except CompactedError:
-            raise
+        """For stores that cannot call on_events synchronously: follow a store watch, for good.
+
+        Every cache was loaded at or after from_revision. The store's watch resumes by itself
+        after transient errors; if the history this cache has not seen was compacted away
+        (a long partition), every cache is re-read and its watchers are told to re-list.
+        """
+        self.rev = max(self.rev, from_revision)
+        rev = from_revision
+        while True:
+            try:
+                async for batch in self.store.watch("/registry/", rev + 1):
+                    self.on_events(batch)
+                    rev = batch[-1].revision
+            except CompactedError as e:
+                log.error("store history compacted past the watch cache (%s); re-reading every resource", e)
+                try:
+                    rev = await self._resync()
+                except StoreError as e2:
+                    log.error("re-reading the store failed: %s", e2)
+                    await asyncio.sleep(1.0)
+                continue
+            except StoreError as e:
+                log.error("store watch failed: %s; resuming from revision %d", e, rev)
+            await asyncio.sleep(1.0)
+
+    async def _resync(self) -> int:
+        """Re-read every cache at one revision; the differences reach listeners as events."""
+        rev = await self.store.current_revision()
+        for prefix, c in list(self.caches.items()):
+            res = await self.store.range(prefix, revision=rev)
+            now = {kv.key: kv for kv in res.kvs}
+            for key in [k for k in c.objects if k not in now]:
+                c.apply(Event(DELETE, KeyValue(key, b"", 0, rev), rev))
+            for key, kv in now.items():
+                old = c.objects.get(key)
+                if old is None or (old.get("metadata") or {}).get("resourceVersion") != str(kv.mod_revision):
+                    c.apply(Event(PUT, kv, kv.mod_revision))
+            # history is no longer in revision order: watches resume only from here, after a re-list
+            c.history.clear()
+            c.rev = c.oldest = rev
+            for w in list(c.watchers):
+                w.close("watch cache re-read after compaction")
+        self.rev = max(self.rev, rev)
+        self.on_events([])  # wake consistent readers waiting for this revision
+        return rev
 
     async def wait_fresh(self, rev: int, timeout: float = 3.0) -> None:
         if rev <= self.rev:

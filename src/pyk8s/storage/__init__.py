@@ -32,8 +32,20 @@ __all__ = [
 ]
 
 
-def open_store(endpoint: str, data_dir: str) -> Store:
-    """A store for a datastore endpoint: `sqlite://PATH` (default: <data-dir>/state.db) or `etcd://...`."""
+def open_store(
+    endpoint: str,
+    data_dir: str,
+    *,
+    etcd_cafile: str | None = None,
+    etcd_certfile: str | None = None,
+    etcd_keyfile: str | None = None,
+    prefix: str = "/registry",
+) -> Store:
+    """A store for a datastore endpoint.
+
+    `sqlite://PATH` (default: <data-dir>/state.db) or `etcd://host:port[,host:port...]`
+    (TLS when a CA or client certificate is given; keys under `prefix`).
+    """
     import os
 
     if not endpoint or endpoint.startswith("sqlite://"):
@@ -41,4 +53,9 @@ def open_store(endpoint: str, data_dir: str) -> Store:
         from .sqlite import SQLiteStore
 
         return SQLiteStore(path or os.path.join(data_dir, "state.db"))
-    raise ValueError(f"unsupported datastore endpoint {endpoint!r} (etcd support is a later issue)")
+    if endpoint.startswith(("etcd://", "http://", "https://")):
+        from .etcd import EtcdStore, parse_etcd_endpoint
+
+        return EtcdStore(parse_etcd_endpoint(endpoint), prefix=prefix, cafile=etcd_cafile,
+                         certfile=etcd_certfile, keyfile=etcd_keyfile)
+    raise ValueError(f"unsupported datastore endpoint {endpoint!r} (use sqlite://PATH or etcd://HOST:PORT[,...])")

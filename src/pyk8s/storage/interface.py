@@ -120,6 +120,14 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def compacted_revision(self) -> int: ...
 
+    async def current_revision(self) -> int:
+        """The revision a consistent read must reflect, asked of the store itself.
+
+        The embedded store publishes every commit before acknowledging it, so its
+        `revision` is already that; a remote store (etcd) asks the cluster.
+        """
+        return self.revision
+
     @abc.abstractmethod
     async def get(self, key: str) -> KeyValue | None: ...
 
