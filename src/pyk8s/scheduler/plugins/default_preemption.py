@@ -1,0 +1,261 @@
+"""DefaultPreemption (PostFilter): find nodes where evicting lower-priority pods lets the pod fit.
+
+As upstream's preemption Evaluator (v1.33):
+
+1. the pod must be eligible (preemptionPolicy not Never; no victim of an earlier preemption
+   still terminating on its nominated node);
+2. only nodes whose status is Unschedulable (not UnschedulableAndUnresolvable) are tried,
+   starting at a random offset, until enough candidates are found (max(10% of them, 100));
+3. on each, all lower-priority pods are removed and the filters re-run (with nominated
+   pods); then victims are reprieved from the most important down, PDB-violating ones first,
+   as long as the pod still fits;
+4. the node is chosen by: fewest PDB violations, lowest highest-victim priority, lowest sum
+   of priorities, fewest victims, latest start of the earliest highest-priority victim.
+
+The plugin never deletes anything: the PostFilterResult names the node to nominate, the
+victims to evict and the lower-priority pods whose nomination to that node must be cleared.
+Args: ``minCandidateNodesPercentage`` (10), ``minCandidateNodesAbsolute`` (100).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..cache import NodeTable
+from ..framework import (
+    Code,
+    CycleState,
+    Diagnosis,
+    Plugin,
+    PostFilterResult,
+    Profile,
+    Status,
+)
+from ..messages import fit_error_message
+from ..podinfo import PodInfo
+from ..selectors import compile_label_selector
+
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+_MAX_INT32 = 2**31 - 1
+
+
+@dataclass(slots=True)
+class Candidate:
+    node: str
+    victims: list[PodInfo]
+    num_pdb_violations: int = 0
+
+
+@dataclass(slots=True)
+class _PDB:
+    namespace: str
+    selector: Any
+    allowed: int
+    disrupted: frozenset[str] = field(default_factory=frozenset)
+
+
+def _pdbs(raw: Sequence[Mapping[str, Any]]) -> list[_PDB]:
+    out = []
+    for p in raw:
+        md, spec, status = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
+        out.append(_PDB(md.get("namespace") or "default", compile_label_selector(spec.get("selector")),
+                        int(status.get("disruptionsAllowed") or 0),
+                        frozenset((status.get("disruptedPods") or {}).keys())))
+    return out
+
+
+def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[_PDB]) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Split (in order) into pods whose eviction would violate a PDB and the others."""
+    allowed = [p.allowed for p in pdbs]
+    violating: list[PodInfo] = []
+    ok: list[PodInfo] = []
+    for pod in pods:
+        bad = False
+        if pod.tmpl.labels:
+            for i, pdb in enumerate(pdbs):
+                if pdb.namespace != pod.namespace:
+                    continue
+                # A nil or empty selector matches nothing for PDBs.
+                if pdb.selector.empty or not pdb.selector.matches(pod.tmpl.labels):
+                    continue
+                if pod.name in pdb.disrupted:
+                    continue  # already counted by the API server
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    bad = True
+        (violating if bad else ok).append(pod)
+    return violating, ok
+
+
+def _start_time(p: PodInfo, now: float) -> float:
+    return p.start_time if p.start_time is not None else now
+
+
+def importance_key(p: PodInfo, now: float) -> tuple[int, float]:
+    """Sort key for descending importance: higher priority, then earlier start (MoreImportantPod)."""
+    return (-p.priority, _start_time(p, now))
+
+
+def _terminating_by_preemption(p: PodInfo) -> bool:
+    if not p.terminating:
+        return False
+    for c in (p.pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "DisruptionTarget":
+            return c.get("status") == "True" and c.get("reason") == "PreemptionByScheduler"
+    return False
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float | None = None) -> Candidate | None:
+    if not candidates:
+        return None
+    now = time.time() if now is None else now
+    for c in candidates:
+        if not c.victims:
+            return c
+
+    def earliest_of_highest(c: Candidate) -> float:
+        top = max(v.priority for v in c.victims)
+        return min(_start_time(v, now) for v in c.victims if v.priority == top)
+
+    criteria = (
+        lambda c: -c.num_pdb_violations,
+        lambda c: -max(v.priority for v in c.victims),
+        lambda c: -sum(v.priority + _MAX_INT32 + 1 for v in c.victims),
+        lambda c: -len(c.victims),
+        earliest_of_highest,  # the later the start, the less work is lost
+    )
+    pool = list(candidates)
+    for f in criteria:
+        scores = [f(c) for c in pool]
+        best = max(scores)
+        pool = [c for c, s in zip(pool, scores, strict=True) if s == best]
+        if len(pool) == 1:
+            break
+    return pool[0]
+
+
+class DefaultPreemption(Plugin):
+    name = "DefaultPreemption"
+    framework: Profile
+
+    def __init__(self, args: Mapping[str, Any], handle: Any) -> None:
+        super().__init__(args, handle)
+        args = args or {}
+        self.min_pct = int(args.get("minCandidateNodesPercentage", 10))
+        self.min_abs = int(args.get("minCandidateNodesAbsolute", 100))
+
+    def post_filter(self, state: CycleState, pod: PodInfo, diag: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        result, st = self.preempt(state, pod, diag)
+        if st.message():
+            return result, Status(st.code, ("preemption: " + st.message(),))
+        return result, st
+
+    # -- the evaluator ----------------------------------------------------------------------
+
+    def preempt(self, state: CycleState, pod: PodInfo, diag: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        table = state.table or self.handle.cache.table
+        ok, msg = self.pod_eligible_to_preempt_others(pod, diag, table)
+        if not ok:
+            return None, Status(Code.UNSCHEDULABLE, (msg,))
+        rows = diag.rows_with_code(Code.UNSCHEDULABLE)
+        if rows.size == 0:
+            d = Diagnosis(table.names, table.n)
+            d.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_HELPFUL,))
+            return PostFilterResult(clear_nomination=True), Status(Code.UNSCHEDULABLE, (fit_error_message(table.n, d),))
+        offset, num = self.offset_and_num_candidates(rows.size)
+        candidates, d = self.dry_run_preemption(state, pod, table, rows, _pdbs(self.handle.pdbs()), offset, num)
+        if not candidates:
+            d.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_HELPFUL,))
+            return PostFilterResult(clear_nomination=True), Status(Code.UNSCHEDULABLE, (fit_error_message(table.n, d),))
+        best = pick_one_node_for_preemption(candidates)
+        assert best is not None
+        clear: list[PodInfo] = []
+        if self.handle.nominator is not None:
+            clear = [p for p in self.handle.nominator.nominated_pods_for_node(best.node)
+                     if p.priority < pod.priority and p.key != pod.key]
+        return PostFilterResult(best.node, best.victims, clear), Status()
+
+    def pod_eligible_to_preempt_others(self, pod: PodInfo, diag: Diagnosis, table: NodeTable) -> tuple[bool, str]:
+        if pod.tmpl.preemption_policy == "Never":
+            return False, "not eligible due to preemptionPolicy=Never."
+        nom = pod.nominated_node_name
+        if nom:
+            if diag.node_status(nom).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            row = table.index.get(nom)
+            if row is not None:
+                for p in table.pods[row].values():
+                    if p.priority < pod.priority and _terminating_by_preemption(p):
+                        return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
+
+    def offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        n = max(num_nodes * self.min_pct // 100, self.min_abs)
+        return self.handle.rng.randrange(num_nodes), min(n, num_nodes)
+
+    def dry_run_preemption(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: np.ndarray,
+                           pdbs: list[_PDB], offset: int, num: int) -> tuple[list[Candidate], Diagnosis]:
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        d = Diagnosis(table.names, table.n)
+        for k in range(rows.size):
+            row = int(rows[(offset + k) % rows.size])
+            victims, n_pdb, st = self.select_victims_on_node(state.clone(), pod, table, row, pdbs)
+            if st.is_success() and victims:
+                c = Candidate(table.names[row], victims, n_pdb)
+                (non_violating if n_pdb == 0 else violating).append(c)
+                if non_violating and len(non_violating) + len(violating) >= num:
+                    break
+                continue
+            if st.is_success():
+                st = Status(Code.ERROR, (f'expected at least one victim pod on node "{table.names[row]}"',))
+            d.set_rows(np.array([row]), d.add_status(st))
+        return non_violating + violating, d
+
+    def select_victims_on_node(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int,
+                               pdbs: list[_PDB]) -> tuple[list[PodInfo], int, Status]:
+        fw = self.framework
+        now = time.time()
+        potential = [p for p in table.pods[row].values() if p.priority < pod.priority]
+        if not potential:
+            return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_VICTIMS,))
+        removed: list[PodInfo] = []
+        try:
+            for p in potential:
+                table.remove_pod(row, p)
+                removed.append(p)
+                fw.run_pre_filter_extension_remove_pod(state, pod, p, table, row)
+            st = fw.run_filter_with_nominated_pods(state, pod, table, row)
+            if not st.is_success():
+                return [], 0, st
+            potential.sort(key=lambda p: importance_key(p, now))
+            violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+            victims: list[PodInfo] = []
+
+            def reprieve(p: PodInfo) -> bool:
+                table.add_pod(row, p)
+                removed.remove(p)
+                fw.run_pre_filter_extension_add_pod(state, pod, p, table, row)
+                if fw.run_filter_with_nominated_pods(state, pod, table, row).is_success():
+                    return True
+                table.remove_pod(row, p)
+                removed.append(p)
+                fw.run_pre_filter_extension_remove_pod(state, pod, p, table, row)
+                victims.append(p)
+                return False
+
+            n_violating = sum(1 for p in violating if not reprieve(p))
+            for p in non_violating:
+                reprieve(p)
+            if violating and non_violating:
+                victims.sort(key=lambda p: importance_key(p, now))
+            return victims, n_violating, Status()
+        finally:
+            for p in removed:  # the simulation must leave the cache as it found it
+                table.add_pod(row, p)
