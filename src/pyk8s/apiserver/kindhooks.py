@@ -29,6 +29,11 @@ except ImportError:  # pragma: no cover
         return []
 
 try:
+    from ..api.validation import STATUS_UPDATE_VALIDATORS
+except ImportError:  # pragma: no cover
+    STATUS_UPDATE_VALIDATORS: dict[GK, Callable[[dict, dict], list]] = {}  # type: ignore[no-redef]
+
+try:
     from ..api.fields import FIELD_LABELS
 except ImportError:  # pragma: no cover
     FIELD_LABELS: dict[GK, Callable[[dict], dict[str, str]]] = {}  # type: ignore[no-redef]
@@ -41,7 +46,12 @@ def validate_create(gk: GK, obj: dict[str, Any], namespaced: bool) -> list:
     return validate_generic(obj, namespaced)
 
 
-def validate_update(gk: GK, new: dict[str, Any], old: dict[str, Any], namespaced: bool) -> list:
+def validate_update(gk: GK, new: dict[str, Any], old: dict[str, Any], namespaced: bool,
+                    subresource: str = "") -> list:
+    if subresource == "status":
+        sfn = STATUS_UPDATE_VALIDATORS.get(gk)
+        if sfn is not None:
+            return sfn(new, old)
     fn = UPDATE_VALIDATORS.get(gk)
     if fn is not None:
         return fn(new, old)

@@ -17,8 +17,8 @@ def serve(server: Any, request: web.Request, path: str) -> web.StreamResponse:
     if path == "/openapi/v2":
         accept = request.headers.get("Accept", "")
         if "protobuf" in accept and "json" not in accept:
-            # we serve JSON only; kubectl falls back to JSON or v3 on 406
-            raise E.new_not_acceptable("only application/json is served for /openapi/v2")
+            # JSON only: kubectl tolerates a 404 for the protobuf form and uses /openapi/v3
+            raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
         body = openapi.openapi_v2(reg)
         return _bytes(request, body)
     if path == "/openapi/v3":

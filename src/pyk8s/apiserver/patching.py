@@ -61,7 +61,9 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
             applied = h.check_object(deep_copy(patch_doc), res, ctx)
             schema = _crd_schema(res)
             new = P.server_side_apply(cur_ext, applied, ctx.field_manager, force, res.api_version, now_rfc3339(),
-                                      schema=schema)
+                                      schema=schema, kind=res.kind, subresource=sub,
+                                      reset_fields=["status"] if res.crd is not None and "status" in res.subresources
+                                      else None)
             if cur is None:
                 new.setdefault("metadata", {})
         else:

@@ -131,11 +131,9 @@ class RestStorage:
                          res: Resource, operation: str = "Update") -> None:
         if self.managed_fields is None or not ctx.field_manager:
             return
-        try:
-            self.managed_fields(old, obj, ctx.field_manager, operation, res.group_version, now_rfc3339(),
-                                subresource=ctx.subresource)
-        except TypeError:
-            self.managed_fields(old, obj, ctx.field_manager, operation, res.group_version, now_rfc3339())
+        self.managed_fields(old, obj, ctx.field_manager, operation, res.group_version, now_rfc3339(),
+                            kind=res.kind, subresource=ctx.subresource,
+                            reset_fields=["status"] if res.crd is not None and "status" in res.subresources else None)
 
     async def _admit(self, chain: list[AdmissionFn], res: Resource, op: str, obj: dict[str, Any],
                      old: dict[str, Any] | None, ctx: RequestContext) -> None:
@@ -270,7 +268,8 @@ class RestStorage:
                 nmd["generation"] = int(omd.get("generation") or 1) + 1
             await self._admit(self.mutating, res, "UPDATE", new, old, ctx)
             # binding sets spec.nodeName, which a pod update may not: upstream's BindingREST skips update validation
-            errs = [] if subresource == "binding" else kindhooks.validate_update(gk, new, old, res.namespaced)
+            errs = [] if subresource == "binding" else kindhooks.validate_update(gk, new, old, res.namespaced,
+                                                                                 subresource)
             if errs:
                 raise E.new_invalid(res.kind, name, errs, res.group)
             await self._admit(self.validating, res, "UPDATE", new, old, ctx)

@@ -357,8 +357,9 @@ class APIServer:
         self._authorize(user, info, verb, path)
         fm = q.get("fieldManager", "")
         if not fm and m in ("POST", "PUT", "PATCH"):
-            ua = request.headers.get("User-Agent", "")
-            fm = ua.split("/", 1)[0] if ua else "unknown"
+            from ..api.patch import manager_from_user_agent
+
+            fm = manager_from_user_agent(request.headers.get("User-Agent", ""))
         ctx = RequestContext(
             user=user,
             field_manager=fm,

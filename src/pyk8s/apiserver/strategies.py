@@ -16,7 +16,8 @@ FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 
 # Kinds whose strategy keeps status out of main-resource writes even without a status subresource.
-_NO_STATUS_RESET = {("", "Event"), ("events.k8s.io", "Event")}
+# (Nodes may set all fields, status included, on create, as upstream's node strategy allows.)
+_NO_STATUS_RESET = {("", "Event"), ("events.k8s.io", "Event"), ("", "Node")}
 
 
 def has_status(res: Resource) -> bool:
@@ -32,6 +33,19 @@ def prepare_for_create(res: Resource, obj: dict[str, Any]) -> None:
 
 def prepare_for_update(res: Resource, new: dict[str, Any], old: dict[str, Any], subresource: str) -> None:
     """Spec and status are written separately, as upstream's PrepareForUpdate/status strategies."""
+    if subresource == "finalize":
+        # namespaces/finalize changes spec.finalizers and nothing else
+        fins = (new.get("spec") or {}).get("finalizers") or []
+        for k in list(new):
+            if k != "metadata":
+                del new[k]
+        for k, v in old.items():
+            if k != "metadata":
+                new[k] = v
+        new["spec"] = dict(old.get("spec") or {}, finalizers=fins)
+        if not fins:
+            new["spec"].pop("finalizers")
+        return
     if not has_status(res):
         return
     if subresource == "status":
@@ -49,6 +63,10 @@ def prepare_for_update(res: Resource, new: dict[str, Any], old: dict[str, Any], 
                 nmd.setdefault(k, omd[k])
         return
     if subresource in ("", "scale"):
+        if res.group_kind == ("apps", "DaemonSet"):
+            from ..api.defaults.groups import prepare_daemon_set_for_update
+
+            prepare_daemon_set_for_update(new, old)
         if "status" in old:
             new["status"] = old["status"]
         else:

@@ -1,0 +1,66 @@
+"""Everything `pyk8s server` runs beside the API server, each as an API client of it."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger("pyk8s")
+
+
+def component_client(server: Any, cn: str, orgs: list[str], user_agent: str) -> Any:
+    """A client authenticated with its own client certificate, as upstream's components are."""
+    import ssl
+
+    from .apiserver.certs import issue_client_cert
+    from .client import Client
+
+    cert_pem, key_pem = issue_client_cert(server.pki, cn, orgs)
+    import os
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="pyk8s-cred-")
+    cert_path, key_path = os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
+    with open(cert_path, "wb") as f:
+        f.write(cert_pem if isinstance(cert_pem, bytes) else cert_pem.encode())
+    with open(os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        f.write(key_pem if isinstance(key_pem, bytes) else key_pem.encode())
+    ctx = ssl.create_default_context(cafile=str(server.pki.ca_cert_path))
+    ctx.load_cert_chain(cert_path, key_path)
+    os.unlink(cert_path)
+    os.unlink(key_path)
+    os.rmdir(d)
+    return Client(server.url, ctx, user_agent=user_agent)
+
+
+async def start_components(server: Any, args: Any) -> list[Any]:
+    disabled = set(getattr(args, "disable", None) or [])
+    started: list[Any] = []
+    if "controller-manager" not in disabled:
+        from .controllers.manager import ControllerManager
+
+        # One identity for all controllers (upstream gives each its own service account and role; the
+        # per-controller roles are not in our bootstrap policy yet), so the manager acts with full access.
+        client = component_client(server, "system:kube-controller-manager", ["system:masters"],
+                                  "kube-controller-manager/pyk8s")
+        cm = ControllerManager(client, root_ca=server.pki.ca_cert_path.read_bytes())
+        await cm.start()
+        started.append(cm)
+    if "scheduler" not in disabled:
+        try:
+            from .scheduler.runner import SchedulerRunner
+        except ImportError:
+            SchedulerRunner = None  # type: ignore[assignment,misc]
+        if SchedulerRunner is not None:
+            client = component_client(server, "system:kube-scheduler", [], "kube-scheduler/pyk8s")
+            s = SchedulerRunner(client)
+            await s.start()
+            started.append(s)
+    if not getattr(args, "disable_agent", False):
+        try:
+            from .kubelet.agent import start_local_agent
+        except ImportError:
+            start_local_agent = None  # type: ignore[assignment]
+        if start_local_agent is not None:
+            started.append(await start_local_agent(server, args))
+    return started
