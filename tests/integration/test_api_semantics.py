@@ -145,7 +145,12 @@ def test_finalizers_hold_deletion(cluster, v1, ns):
 
 
 def test_pods_are_defaulted_and_deleted_gracefully(cluster, v1, ns):
-    v1.create_namespaced_service_account(ns, {"metadata": {"name": "default"}})
+    import time
+
+    for _ in range(100):  # the serviceaccount controller creates it
+        if [sa for sa in v1.list_namespaced_service_account(ns).items if sa.metadata.name == "default"]:
+            break
+        time.sleep(0.05)
     pod = v1.create_namespaced_pod(ns, {"metadata": {"name": "p1"},
                                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     s = pod.spec
@@ -158,7 +163,9 @@ def test_pods_are_defaulted_and_deleted_gracefully(cluster, v1, ns):
     # bound to a node, a pod is deleted gracefully; unbound pods go at once
     from kubernetes import client
 
-    v1.create_namespaced_binding(ns, {"metadata": {"name": "p1"}, "target": {"kind": "Node", "name": "n1"}})
+    # upstream answers a binding with a Status, which the client cannot parse as a Binding: read it raw
+    v1.create_namespaced_binding(ns, {"metadata": {"name": "p1"}, "target": {"kind": "Node", "name": "n1"}},
+                                 _preload_content=False)
     assert v1.read_namespaced_pod("p1", ns).spec.node_name == "n1"
     v1.delete_namespaced_pod("p1", ns)
     p = v1.read_namespaced_pod("p1", ns)

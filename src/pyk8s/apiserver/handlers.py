@@ -36,6 +36,11 @@ def _bool(v: str | None) -> bool:
     return v is not None and v.lower() in ("1", "true", "yes")
 
 
+def warning_value(text: str) -> str:
+    """A Warning header value as upstream writes it: code 299, agent "-", quoted text with escapes."""
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def status_response(err: E.StatusError, out: Output | None = None) -> web.Response:
     body, ct = encode(err.status(), out if out and not out.as_kind else None)
     headers = dict(err.headers)
@@ -137,7 +142,7 @@ class ResourceHandler:
         resp.headers["Content-Type"] = ct
         if warnings:
             for w in warnings:
-                resp.headers.add("Warning", f'299 - "{w}"')
+                resp.headers.add("Warning", warning_value(w))
         return resp
 
     # ---- read the body ------------------------------------------------------------------

@@ -23,7 +23,7 @@ from ..api import errors as E
 from ..api.resources import Registry, Resource, builtin_registry
 from ..storage import Store, open_store
 from .discovery import Discovery
-from .handlers import ResourceHandler, status_response
+from .handlers import ResourceHandler, status_response, warning_value
 from .negotiation import parse_accept
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
@@ -303,7 +303,12 @@ class APIServer:
                 raise E.new_unauthorized()
             return await self._route(request, path, user)
         except E.StatusError as e:
-            return status_response(e)
+            resp = status_response(e)
+            # warnings gathered before the failure still reach the client, as upstream's do
+            ctx = request.get("pyk8s.ctx")
+            for w in (ctx.warnings if ctx is not None else ()):
+                resp.headers.add("Warning", warning_value(w))
+            return resp
         except asyncio.CancelledError:
             raise
         except ConnectionResetError:
@@ -359,7 +364,7 @@ class APIServer:
         if not fm and m in ("POST", "PUT", "PATCH"):
             from ..api.patch import manager_from_user_agent
 
-            fm = manager_from_user_agent(request.headers.get("User-Agent", ""))
+            fm = manager_from_user_agent(None, request.headers.get("User-Agent", ""))
         ctx = RequestContext(
             user=user,
             field_manager=fm,
@@ -367,6 +372,7 @@ class APIServer:
             field_validation=q.get("fieldValidation") or _default_field_validation(request),
             user_agent=request.headers.get("User-Agent", ""),
         )
+        request["pyk8s.ctx"] = ctx
         if q.get("dryRun") not in (None, "", "All"):
             raise E.new_bad_request(f'dryRun: Unsupported value: "{q.get("dryRun")}": supported values: "All"')
         if ctx.field_validation not in ("Strict", "Warn", "Ignore"):
@@ -377,7 +383,7 @@ class APIServer:
         if res.deprecated_replacement and not resp.prepared:
             from ..api.conversion import deprecation_warning
 
-            resp.headers.add("Warning", f'299 - "{deprecation_warning(res.group, res.version, res.kind)}"')
+            resp.headers.add("Warning", warning_value(deprecation_warning(res.group, res.version, res.kind)))
         return resp
 
     def _discovery(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
