@@ -15,12 +15,10 @@ reports `{"pid": N}` (or `{"error": ...}`) on the ready fd, then:
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -128,6 +126,15 @@ def _write_json(path: str, doc: dict) -> None:
     os.replace(tmp, path)
 
 
+def _wait_status(pid: int) -> int:
+    while True:
+        try:
+            _, st = os.waitpid(pid, 0)
+            return os.waitstatus_to_exitcode(st)
+        except InterruptedError:
+            continue
+
+
 def _daemonize() -> None:
     """Fork away from the kubelet: the parent exits at once (the kubelet reaps it), the child lives on."""
     if os.fork() > 0:
@@ -152,21 +159,67 @@ def _runc_error(log_path: str) -> str:
     return "; ".join(m for m in msgs if m)[-2000:] or "runc create failed"
 
 
+class Args:
+    """Command-line options (argparse and subprocess are left out: they double the shim's start time)."""
+
+    id = ""
+    runc = "runc"
+    root = ""
+    bundle = ""
+    state_dir = ""
+    log = ""
+    log_max_size = 10 * 1024 * 1024
+    log_max_files = 5
+    cgroup_path = ""
+    ready_fd = -1
+    exec_json = ""  # process-runtime mode: run the process described by this JSON file instead of runc create
+
+
+def parse_args(argv: list[str]) -> Args:
+    a = Args()
+    names = {"--exec": "exec_json"}
+    it = iter(argv)
+    for flag in it:
+        attr = names.get(flag, flag.lstrip("-").replace("-", "_"))
+        if not flag.startswith("--") or not hasattr(Args, attr):
+            raise SystemExit(f"pyk8s-shim: unknown option {flag}")
+        value = next(it)
+        setattr(a, attr, int(value) if isinstance(getattr(Args, attr), int) else value)
+    if not (a.id and a.root and a.bundle and a.state_dir and a.log and a.ready_fd >= 0):
+        raise SystemExit("pyk8s-shim: --id, --root, --bundle, --state-dir, --log and --ready-fd are required")
+    return a
+
+
+def spawn(argv: list[str], stdin: int, stdout: int, stderr: int, env: dict[str, str] | None = None,
+          cwd: str | None = None, new_session: bool = False) -> int:
+    """fork+exec with the given stdio and every other fd closed; returns the pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if new_session:
+                os.setsid()
+            os.dup2(stdin, 0)
+            os.dup2(stdout, 1)
+            os.dup2(stderr, 2)
+            os.closerange(3, 65536)
+            for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE, signal.SIGUSR1):
+                signal.signal(sig, signal.SIG_DFL)
+            if cwd:
+                os.chdir(cwd)
+            if env is None:
+                os.execvp(argv[0], argv)
+            else:
+                os.execvpe(argv[0], argv, env)
+        except BaseException as e:
+            try:
+                os.write(2, f"exec {argv[0]}: {e}\n".encode())
+            finally:
+                os._exit(127)
+    return pid
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="pyk8s-shim")
-    ap.add_argument("--id", required=True)
-    ap.add_argument("--runc", default="runc")
-    ap.add_argument("--root", required=True, help="runc --root")
-    ap.add_argument("--bundle", required=True)
-    ap.add_argument("--state-dir", required=True)
-    ap.add_argument("--log", required=True, help="CRI log file")
-    ap.add_argument("--log-max-size", type=int, default=10 * 1024 * 1024)
-    ap.add_argument("--log-max-files", type=int, default=5)
-    ap.add_argument("--cgroup-path", default="")
-    ap.add_argument("--ready-fd", type=int, required=True)
-    ap.add_argument("--exec", dest="exec_json", default="",
-                    help="process-runtime mode: run the process described by this JSON file instead of runc create")
-    a = ap.parse_args(argv)
+    a = parse_args(sys.argv[1:] if argv is None else argv)
 
     _daemonize()
     # survive the kubelet's process group being signalled; a handler (not SIG_IGN) so exec resets it for the container
@@ -186,24 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     if a.exec_json:
         with open(a.exec_json) as f:
             spec = json.load(f)
-        try:
-            proc = subprocess.Popen(spec["args"], env=spec.get("env"), cwd=spec.get("cwd") or None, stdin=devnull,
-                                    stdout=out_w, stderr=err_w, close_fds=True, start_new_session=True)
-            rc = 0
-            with open(pid_file, "w") as f:
-                f.write(str(proc.pid))
-        except OSError as e:
-            rc = 1
-            with open(runc_log, "w") as f:
-                f.write(json.dumps({"level": "error", "msg": str(e)}) + "\n")
+        child = spawn(spec["args"], devnull, out_w, err_w, spec.get("env"), spec.get("cwd") or None, True)
+        rc = 0
+        with open(pid_file, "w") as f:
+            f.write(str(child))
     else:
         # runc passes its own stdio through to the container's init: the pipes become the container's stdout/err
-        proc = subprocess.Popen(
-            [a.runc, "--root", a.root, "--log", runc_log, "--log-format", "json", "create", "--bundle", a.bundle,
-             "--pid-file", pid_file, a.id],
-            stdin=devnull, stdout=out_w, stderr=err_w, close_fds=True,
-        )
-        rc = proc.wait()
+        child = spawn([a.runc, "--root", a.root, "--log", runc_log, "--log-format", "json", "create",
+                       "--bundle", a.bundle, "--pid-file", pid_file, a.id], devnull, out_w, err_w)
+        rc = _wait_status(child)
     os.close(out_w)
     os.close(err_w)
     os.close(devnull)
