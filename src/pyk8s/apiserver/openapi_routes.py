@@ -17,8 +17,9 @@ def serve(server: Any, request: web.Request, path: str) -> web.StreamResponse:
     if path == "/openapi/v2":
         accept = request.headers.get("Accept", "")
         if "protobuf" in accept and "json" not in accept:
-            # JSON only: kubectl tolerates a 404 for the protobuf form and uses /openapi/v3
-            raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
+            # kubectl 1.27/1.28 insist on the protobuf form before `replace`
+            # answered as "...v2.v1.0+protobuf": Go's mime parser rejects the "@" of the Accept form
+            return _bytes(request, _v2_protobuf(server), "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
         body = openapi.openapi_v2(reg)
         return _bytes(request, body)
     if path == "/openapi/v3":
@@ -37,8 +38,25 @@ def serve(server: Any, request: web.Request, path: str) -> web.StreamResponse:
     raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
 
 
-def _bytes(request: web.Request, body: bytes) -> web.StreamResponse:
+_pb_cache: dict[int, tuple[int, bytes]] = {}
+
+
+def _v2_protobuf(server: Any) -> bytes:
+    import orjson
+
+    from ..api.schema import openapi
+    from ..api.schema.openapi_pb import document_bytes
+
+    gen = server.registry.generation
+    hit = _pb_cache.get(id(server))
+    if hit is None or hit[0] != gen:
+        hit = (gen, document_bytes(orjson.loads(openapi.openapi_v2(server.registry))))
+        _pb_cache[id(server)] = hit
+    return hit[1]
+
+
+def _bytes(request: web.Request, body: bytes, content_type: str = "application/json") -> web.StreamResponse:
     etag = '"' + hashlib.sha512(body).hexdigest()[:64].upper() + '"'
     if request.headers.get("If-None-Match") == etag:
         return web.Response(status=304, headers={"ETag": etag})
-    return web.Response(body=body, headers={"Content-Type": "application/json", "ETag": etag})
+    return web.Response(body=body, headers={"Content-Type": content_type, "ETag": etag})
