@@ -197,6 +197,10 @@ def test_bad_input_gets_upstream_statuses(cluster, ns):
     big = {"metadata": {"name": "big"}, "data": {"k": "x" * (3 * 1024 * 1024 + 10)}}
     r = raw_request(cluster, "POST", base, body=big)
     assert r.status == 413
+    pod = {"metadata": {"name": "huge"}, "spec": {"containers": [{"name": "c", "image": "busybox", "env": [
+        {"name": f"V{i}", "value": "x" * 100_000} for i in range(17)]}]}}
+    r = raw_request(cluster, "POST", f"/api/v1/namespaces/{ns}/pods", body=pod)
+    assert r.status == 500 and r.json()["message"] == "etcdserver: request is too large"
     r = raw_request(cluster, "GET", base + "/x")
     assert r.status == 404 and r.json()["message"] == 'configmaps "x" not found'
     # nothing above was stored

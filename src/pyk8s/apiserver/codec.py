@@ -10,10 +10,9 @@ import yaml
 from ..api import errors as E
 from .negotiation import Output
 
-__all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES", "MAX_OBJECT_BYTES"]
+__all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES"]
 
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # upstream's default request body limit
-MAX_OBJECT_BYTES = int(1.5 * 1024 * 1024)  # etcd's default request size limit
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -81,7 +80,3 @@ def encode(obj: Any, out: Output | None) -> tuple[bytes, str]:
     if out is not None and out.format == "yaml":
         return yaml.dump(obj, Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True).encode(), out.content_type
     return orjson.dumps(obj), (out.content_type if out else "application/json")
-
-
-def object_too_large(data: bytes) -> bool:
-    return len(data) > MAX_OBJECT_BYTES

@@ -19,7 +19,7 @@ from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import CompactedError, FutureRevisionError
 from . import tables
-from .codec import MAX_OBJECT_BYTES, decode_body, encode
+from .codec import decode_body, encode
 from .negotiation import Output, choose_output, parse_accept
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy

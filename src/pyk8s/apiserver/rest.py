@@ -30,6 +30,9 @@ def deep_copy(obj: Any) -> Any:
     return orjson.loads(orjson.dumps(obj))
 
 
+MAX_OBJECT_BYTES = int(1.5 * 1024 * 1024)  # etcd's default request size limit, which upstream inherits
+
+
 def encode_for_store(obj: dict[str, Any]) -> bytes:
     md = obj.get("metadata")
     if md and "resourceVersion" in md:
@@ -37,7 +40,11 @@ def encode_for_store(obj: dict[str, Any]) -> bytes:
         del md["resourceVersion"]
         obj = dict(obj)
         obj["metadata"] = md
-    return orjson.dumps(obj)
+    data = orjson.dumps(obj)
+    if len(data) > MAX_OBJECT_BYTES:
+        # what upstream clients see when etcd refuses the write
+        raise E.StatusError(500, "", "etcdserver: request is too large")
+    return data
 
 
 @dataclass
