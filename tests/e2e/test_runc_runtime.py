@@ -260,6 +260,10 @@ def test_cpu_and_memory_cgroups_and_oom_score(env):
             assert int(open(cgroups.cgroup_dir(pod_cg, "memory") + "/memory.limit_in_bytes").read()) == 128 * 1024 * 1024
         assert str(st.pid) in open(cgroups.cgroup_dir(f"{pod_cg}/{cid}", "memory") + "/cgroup.procs").read().split()
         assert int(open(f"/proc/{st.pid}/oom_score_adj").read()) == res.oom_score_adj
+        stats = await rt.container_stats(cid)
+        assert stats.memory_usage > 0 and stats.pids >= 1 and 0 < stats.memory_working_set <= stats.memory_usage
+        assert (await rt.sandbox_stats(sid)).memory_usage >= stats.memory_usage
+        assert rt.exec_command(cid, ["true"])[-2:] == [cid, "true"]
         await rt.stop_container(cid, 0)
         await rt.remove_sandbox(sid)
         assert not os.path.exists(cpu_dir)

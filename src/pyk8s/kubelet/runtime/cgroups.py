@@ -136,3 +136,39 @@ def oom_kill_count(path: str, root: str = ROOT) -> int:
         except OSError:
             continue
     return 0
+
+
+def _read_int(path: str) -> int:
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _stat_field(path: str, key: str) -> int:
+    try:
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.partition(" ")
+                if k == key:
+                    return int(v)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def read_stats(path: str, root: str = ROOT) -> tuple[int, int, int, int]:
+    """(cpu ns, memory usage, memory working set, pids) of cgroup `path`."""
+    if is_v2(root):
+        d = os.path.join(root, path)
+        cpu = _stat_field(os.path.join(d, "cpu.stat"), "usage_usec") * 1000
+        mem = _read_int(os.path.join(d, "memory.current"))
+        inactive = _stat_field(os.path.join(d, "memory.stat"), "inactive_file")
+        pids = _read_int(os.path.join(d, "pids.current"))
+    else:
+        cpu = _read_int(os.path.join(root, "cpuacct", path, "cpuacct.usage"))
+        mem = _read_int(os.path.join(root, "memory", path, "memory.usage_in_bytes"))
+        inactive = _stat_field(os.path.join(root, "memory", path, "memory.stat"), "total_inactive_file")
+        pids = _read_int(os.path.join(root, "pids", path, "pids.current"))
+    return cpu, mem, max(0, mem - inactive), pids

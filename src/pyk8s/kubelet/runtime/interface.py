@@ -196,6 +196,17 @@ class ExecResult:
     timed_out: bool = False
 
 
+@dataclass
+class ResourceStats:
+    """Usage of a container's or a pod's cgroup, as the kubelet's summary API needs it."""
+
+    timestamp: float
+    cpu_usage_ns: int = 0  # cumulative CPU time
+    memory_usage: int = 0  # bytes, including page cache
+    memory_working_set: int = 0  # usage minus inactive file cache, what eviction and `kubectl top` use
+    pids: int = 0
+
+
 def to_dict(obj: Any) -> Any:
     return dataclasses.asdict(obj)
 
@@ -281,6 +292,16 @@ class ContainerRuntime(abc.ABC):
     @abc.abstractmethod
     def container_log_path(self, container_id: str) -> str:
         """The CRI-format log file the container's stdout/stderr go to."""
+
+    def exec_command(self, container_id: str, cmd: list[str], tty: bool = False) -> list[str]:
+        """An argv that runs `cmd` in the container with the caller's stdio (for the streaming server's exec)."""
+        raise NotImplementedError
+
+    async def container_stats(self, container_id: str) -> ResourceStats:
+        raise NotImplementedError
+
+    async def sandbox_stats(self, sandbox_id: str) -> ResourceStats:
+        raise NotImplementedError
 
     async def close(self) -> None:
         """Release the runtime object; containers keep running (a new runtime object re-adopts them)."""

@@ -31,6 +31,7 @@ from .interface import (
     SANDBOX_READY,
     ContainerConfig,
     ExecResult,
+    ResourceStats,
     RuntimeError_,
     SandboxConfig,
     to_dict,
@@ -195,13 +196,21 @@ class ProcessRuntime(RuncRuntime):
                 await self.stop_container(container_id, 0)
         await self._cleanup_container_dir(container_id)
 
+    def exec_command(self, container_id: str, cmd: list[str], tty: bool = False) -> list[str]:
+        return ["nsenter", "-t", str(self._inner_pid(container_id)), "-U", "-m", "-p", "-r", "-w",
+                "--preserve-credentials", *cmd]
+
+    async def container_stats(self, container_id: str) -> ResourceStats:
+        return ResourceStats(time.time())  # no cgroups in the fallback
+
+    async def sandbox_stats(self, sandbox_id: str) -> ResourceStats:
+        return ResourceStats(time.time())
+
     async def exec_sync(self, container_id: str, cmd: list[str], timeout: float = 10.0) -> ExecResult:
         st = await self.container_status(container_id)
         if st.state != RUNNING:
             raise RuntimeError_(f"container {container_id[:12]} is not running", "ExecError")
-        pid = self._inner_pid(container_id)
-        proc = await asyncio.create_subprocess_exec("nsenter", "-t", str(pid), "-U", "-m", "-p", "-r", "-w",
-                                                    "--preserve-credentials", *cmd, stdin=asyncio.subprocess.DEVNULL,
+        proc = await asyncio.create_subprocess_exec(*self.exec_command(container_id, cmd), stdin=asyncio.subprocess.DEVNULL,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)

@@ -42,6 +42,7 @@ from .interface import (
     ContainerStatus,
     ExecResult,
     NotFound,
+    ResourceStats,
     RuntimeError_,
     SandboxConfig,
     SandboxStatus,
@@ -534,6 +535,19 @@ class RuncRuntime(ContainerRuntime):
             out, err = await proc.communicate()
             return ExecResult(exit_code=-1, stdout=out, stderr=err, timed_out=True)
         return ExecResult(exit_code=proc.returncode or 0, stdout=out, stderr=err)
+
+    def exec_command(self, container_id: str, cmd: list[str], tty: bool = False) -> list[str]:
+        return [self.runc, "--root", self.runc_root, "exec", *(["--tty"] if tty else []), container_id, *cmd]
+
+    async def container_stats(self, container_id: str) -> ResourceStats:
+        meta = self._load_meta(container_id)
+        cpu, mem, ws, pids = cgroups.read_stats(meta["cgroup_path"], self.cgroup_root)
+        return ResourceStats(time.time(), cpu, mem, ws, pids)
+
+    async def sandbox_stats(self, sandbox_id: str) -> ResourceStats:
+        doc = self._load_sandbox(sandbox_id)
+        cpu, mem, ws, pids = cgroups.read_stats(doc["cgroup_parent"], self.cgroup_root)
+        return ResourceStats(time.time(), cpu, mem, ws, pids)
 
     async def reopen_container_log(self, container_id: str) -> None:
         """After the kubelet rotated the log file away, make the shim write to a fresh one (CRI ReopenContainerLog)."""
