@@ -381,7 +381,7 @@ def _htpasswd(path, user: str, password: str) -> None:
             import crypt  # the stdlib's bcrypt ($2b$) via libcrypt; `bcrypt` from PyPI is not a dependency
         except ImportError:
             pytest.skip("no crypt module for a bcrypt htpasswd (Python >= 3.13)")
-        hashed = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))  # $2b$: bcrypt, as htpasswd -B
+        hashed = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))  # cost 4: fast verifies  # $2b$: bcrypt, as htpasswd -B
     path.write_text(f"{user}:{hashed}\n")
 
 
@@ -426,6 +426,27 @@ def test_pull_with_basic_auth_manifest_list_and_digest(tmp_path, store):
 
         by_digest = asyncio.run(client.pull(f"{host}/team/app@{digest}", creds))
         assert by_digest.manifest_digest == digest and by_digest.names == [f"{host}/team/app:v1"]  # no new tag
+
+        # the kubelet's way in: pull policy + imagePullSecrets as Secret objects
+        from pyk8s.kubelet.images.service import ImagePullFailure, ImageService, default_pull_policy
+
+        assert default_pull_policy("busybox") == "Always" and default_pull_policy("busybox:1.36") == "IfNotPresent"
+        svc = ImageService(ImageStore(str(tmp_path / "svc-images")))
+        secret = {"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": base64.b64encode(
+            json.dumps({"auths": {host: {"username": "alice", "password": "s3cret"}}}).encode()).decode()}}
+        with pytest.raises(ImagePullFailure) as ei:
+            asyncio.run(svc.ensure(f"{host}/team/app:v1", "Never"))
+        assert ei.value.reason == "ErrImageNeverPull"
+        with pytest.raises(ImagePullFailure) as ei:
+            asyncio.run(svc.ensure(f"{host}/team/app:v1", "IfNotPresent"))
+        assert ei.value.reason == "ErrImagePull"
+
+        async def two_pods():
+            return await asyncio.gather(*(svc.ensure(f"{host}/team/app:v1", "IfNotPresent", [secret]) for _ in range(2)))
+
+        a, b = asyncio.run(two_pods())
+        assert a.id == b.id == svc.store.require(f"{host}/team/app:v1").id
+        assert asyncio.run(svc.ensure(f"{host}/team/app:v1", "Never")).id == a.id
 
         # the CLI, with --username/--password, into a separate data dir
         data = str(tmp_path / "cli-data")

@@ -343,12 +343,19 @@ def test_containers_of_a_pod_share_the_network_namespace(env):
 def test_host_network_pod(env):
     async def go():
         rt = env.rt
-        sid = await rt.create_sandbox(sandbox_config(host_network=True))
+        sid = await rt.create_sandbox(sandbox_config(host_network=True, host_pid=True, host_ipc=True))
         sb = await rt.sandbox_status(sid)
         assert sb.netns_path == "" and sb.ip == ""
-        cid, st, text = await run_to_exit(rt, sid, ["sh", "-c", "hostname; ip -o link show " + env.bridge + " || true"])
+        cid, st, text = await run_to_exit(rt, sid, ["sh", "-c", "hostname; for n in net ipc uts pid; do "
+                                                    "readlink /proc/self/ns/$n; done"])
         assert st.exit_code == 0
         assert text[0] == os.uname().nodename
+        assert text[1:] == [os.readlink(f"/proc/self/ns/{n}") for n in ("net", "ipc", "uts", "pid")]
+        # and without host namespaces, none of them is the host's
+        sid2 = await rt.create_sandbox(sandbox_config())
+        _, st, text = await run_to_exit(rt, sid2, ["sh", "-c", "for n in net ipc uts pid; do readlink /proc/self/ns/$n; done"])
+        assert not set(text) & {os.readlink(f"/proc/self/ns/{n}") for n in ("net", "ipc", "uts", "pid")}
+        await rt.remove_sandbox(sid2)
         await rt.remove_sandbox(sid)
 
     run(go())

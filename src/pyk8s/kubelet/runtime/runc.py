@@ -283,7 +283,11 @@ class RuncRuntime(ContainerRuntime):
         self._locks.pop(sandbox_id, None)
 
     def _sandbox_status(self, doc: dict[str, Any]) -> SandboxStatus:
-        return SandboxStatus(id=doc["id"], config=sandbox_config_from_dict(doc["config"]), state=doc["state"],
+        state = doc["state"]
+        netns = (doc.get("ns") or {}).get("net")
+        if state == SANDBOX_READY and netns and not os.path.exists(netns):
+            state = SANDBOX_NOTREADY  # e.g. after a reboot: the namespace mounts under /run are gone
+        return SandboxStatus(id=doc["id"], config=sandbox_config_from_dict(doc["config"]), state=state,
                              created_at=doc["created_at"], ip=doc.get("ip", ""), additional_ips=doc.get("ips", [])[1:],
                              netns_path=doc.get("ns", {}).get("net", ""))
 

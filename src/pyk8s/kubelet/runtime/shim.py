@@ -253,11 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     os.close(devnull)
     if rc != 0:
         msg = _runc_error(runc_log)
-        os.write(ready, json.dumps({"error": msg}).encode())
-        os.close(ready)
+        # exit.json before the ready message: whoever reads the error must also see the final status
         _write_json(os.path.join(a.state_dir, "exit.json"),
                     {"exit_code": 128, "finished_at": time.time(), "oom_killed": False, "reason": "StartError",
                      "message": msg})
+        os.write(ready, json.dumps({"error": msg}).encode())
+        os.close(ready)
         return 1
     with open(pid_file) as f:
         init_pid = int(f.read().strip())
