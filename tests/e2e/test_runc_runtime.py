@@ -240,6 +240,7 @@ def test_cpu_and_memory_cgroups_and_oom_score(env):
         sid = await rt.create_sandbox(sandbox_config(uid=uid, qos_class=BURSTABLE, pod_resources=pr))
         res = container_resources(pod, pod["spec"]["containers"][0])
         assert (res.cpu_shares, res.cpu_quota, res.cpu_period) == (256, 50000, 100000)
+        res.pids_limit = 64
         assert 3 <= res.oom_score_adj < 1000
         cid = await rt.create_container(sid, ContainerConfig(name="c", image="busybox:e2e",
                                                              command=["sleep", "30"], resources=res))
@@ -259,6 +260,7 @@ def test_cpu_and_memory_cgroups_and_oom_score(env):
             assert int(open(pod_cpu + "/cpu.cfs_quota_us").read()) == 50000
             assert int(open(cgroups.cgroup_dir(pod_cg, "memory") + "/memory.limit_in_bytes").read()) == 128 * 1024 * 1024
         assert str(st.pid) in open(cgroups.cgroup_dir(f"{pod_cg}/{cid}", "memory") + "/cgroup.procs").read().split()
+        assert open(cgroups.cgroup_dir(f"{pod_cg}/{cid}", "pids") + "/pids.max").read().strip() == "64"
         assert int(open(f"/proc/{st.pid}/oom_score_adj").read()) == res.oom_score_adj
         stats = await rt.container_stats(cid)
         assert stats.memory_usage > 0 and stats.pids >= 1 and 0 < stats.memory_working_set <= stats.memory_usage
@@ -515,6 +517,18 @@ def test_log_rotation_by_size(tmp_path, image_store):
         run(go())
     finally:
         asyncio.run(e.cleanup())
+
+
+def test_long_lines_are_split_with_the_partial_tag(env):
+    async def go():
+        rt = env.rt
+        sid = await rt.create_sandbox(sandbox_config(host_network=True))
+        _, st, _ = await run_to_exit(rt, sid, ["sh", "-c", "head -c 40000 /dev/zero | tr '\\0' a; echo; printf tail"])
+        recs = cri_lines(st.log_path)
+        assert [(tag, len(text)) for _, tag, text in recs] == [("P", 16384), ("P", 16384), ("F", 40000 - 32768), ("F", 4)]
+        await rt.remove_sandbox(sid)
+
+    run(go())
 
 
 def test_pod_cgroup_layout_for_each_qos(env):
