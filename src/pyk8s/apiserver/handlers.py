@@ -232,8 +232,9 @@ class ResourceHandler:
         from . import patching
 
         obj, created = await patching.patch(self, request, res, ns, name, ctx)
-        return self.respond(self.from_storage(res, obj), out, res if ctx.subresource != "scale" else None,
-                            201 if created else 200, ctx.warnings)
+        if ctx.subresource == "scale":  # a Scale is autoscaling/v1 whatever the parent's version
+            return self.respond(obj, out, None, 200, ctx.warnings)
+        return self.respond(self.from_storage(res, obj), out, res, 201 if created else 200, ctx.warnings)
 
     # ---- delete -------------------------------------------------------------------------
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
