@@ -17,7 +17,7 @@ venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	@$(BIN)/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither" || true
 	@touch $@
 
 run: setup
