@@ -17,7 +17,8 @@ venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither" || true
+	@echo "pyk8s: installing Python packages into $(VENV)"
+	@out=$$($(BIN)/pip install -q --disable-pip-version-check -e '.[test]' 2>&1) || { echo "$$out"; exit 1; }
 	@touch $@
 
 run: setup
