@@ -144,6 +144,9 @@ def test_container_gets_ip_logs_and_exit_code(env):
         t_sandbox = time.monotonic() - t0
         sb = await rt.sandbox_status(sid)
         assert sb.state == "ready" and sb.ip.startswith(env.subnet_prefix + ".")
+        # CNI CHECK passes on a healthy pod network (with hostPorts, Debian's portmap 1.1 CHECK wrongly wants
+        # ip6tables chains too, so this pod has none)
+        await rt.check_sandbox_network(sid)
         script = ("echo out-line; echo err-line >&2; hostname; ip -o -4 addr show eth0; "
                   "cat /etc/hosts; echo HOSTNAME=$HOSTNAME; echo MY=$MY; pwd; exit 3")
         t1 = time.monotonic()
@@ -384,6 +387,8 @@ def test_teardown_leaves_no_netns_veth_ip_or_rules(env):
         assert sid in rules and f"--dport {port}" in rules  # ipMasq and hostPort DNAT rules name the sandbox
         ipam = os.path.join(env.cni_dir, env.conf["name"])
         assert sb.ip in os.listdir(ipam)
+        conflist = os.path.join(env.data, "cni", "net.d", f"10-{env.conf['name']}.conflist")
+        assert os.path.exists(conflist)
         cid = await rt.create_container(sid, ContainerConfig(name="c", image="busybox:e2e", command=["sleep", "30"]))
         await rt.start_container(cid)
         rootfs = os.path.join(env.data, "runtime", "containers", cid, "rootfs")

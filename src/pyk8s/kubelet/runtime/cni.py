@@ -62,6 +62,14 @@ class CNI:
         self.bin_dirs = [d for d in bin_dirs if os.path.isdir(d)]
         self.timeout = timeout
 
+    def write_conflist(self, path: str) -> None:
+        """Leave the generated network config where CNI tooling looks for one (for humans and `cnitool`)."""
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.conflist, f, indent=2)
+        os.replace(tmp, path)
+
     def find_plugin(self, typ: str) -> str:
         for d in self.bin_dirs:
             p = os.path.join(d, typ)

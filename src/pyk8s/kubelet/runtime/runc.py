@@ -122,6 +122,8 @@ class RuncRuntime(ContainerRuntime):
             os.makedirs(d, exist_ok=True)
         self.images = image_store or ImageStore(os.path.join(self.data_dir, "images"))
         self.cni = cni or CNI(bridge_conflist(pod_cidr, data_dir=os.path.join(self.data_dir, "cni", "networks")))
+        with contextlib.suppress(OSError):
+            self.cni.write_conflist(os.path.join(self.data_dir, "cni", "net.d", f"10-{self.cni.conflist['name']}.conflist"))
         self.runc = shutil.which(runc) or runc
         self.runc_root = runc_root
         os.makedirs(runc_root, exist_ok=True)
@@ -263,6 +265,15 @@ class RuncRuntime(ContainerRuntime):
                 log.warning("CNI DEL for sandbox %s: %s", doc["id"][:12], e)
             doc["cni"] = None
         sbx.delete_namespaces(doc["id"], doc["ns"])
+
+    async def check_sandbox_network(self, sandbox_id: str) -> None:
+        """CNI CHECK of the pod's network (raises CNIError when a plugin finds it broken)."""
+        doc = self._load_sandbox(sandbox_id)
+        if doc.get("cni") is None:
+            return
+        config = sandbox_config_from_dict(doc["config"])
+        await self.cni.check(sandbox_id, doc["ns"]["net"], "eth0", doc["cni"], config.port_mappings,
+                             self._cni_args(config, sandbox_id))
 
     async def remove_sandbox(self, sandbox_id: str) -> None:
         await self.stop_sandbox(sandbox_id)
