@@ -406,10 +406,11 @@ class RuncRuntime(ContainerRuntime):
                 raise RuntimeError_(f"container {container_id[:12]} is {st.state}, not created", "RunContainerError")
         else:
             await self._spawn_shim(meta)
+        started = time.time()  # the process runs from within `runc start`: stamp before, so finished >= started
         rc, out = await self._runc("start", container_id)
         if rc != 0:
             raise RuntimeError_(f"runc start: {out}", "RunContainerError")
-        meta["started_at"] = time.time()
+        meta["started_at"] = started
         _write_json(os.path.join(d, "meta.json"), meta)
 
     async def _spawn_shim(self, meta: dict[str, Any]) -> None:
