@@ -109,6 +109,7 @@ class APIServer:
         self.advertise_address = config.advertise_address or _default_advertise_address()
         self.started_at = 0.0
         self.crds: Any = None
+        self._cert_users: dict[bytes, tuple[Any, float]] = {}
 
     @property
     def url(self) -> str:
@@ -296,8 +297,9 @@ class APIServer:
             path = path.rstrip("/")  # kr8s sends /api/ and /version/
         try:
             user = None
-            if path not in PUBLIC_PATHS or request.headers.get("Authorization") or self._peer_cert(request):
-                user = self.authenticator.authenticate(request.headers, self._peer_cert(request))
+            peer = self._peer_cert(request)
+            if path not in PUBLIC_PATHS or request.headers.get("Authorization") or peer:
+                user = self._authenticate(request, peer)
             if (user is None or user.name == "system:anonymous") and path not in PUBLIC_PATHS \
                     and not path.startswith(("/healthz", "/livez", "/readyz")):
                 raise E.new_unauthorized()
@@ -316,6 +318,23 @@ class APIServer:
         except Exception as e:
             log.exception("internal error serving %s %s", request.method, request.path_qs)
             return status_response(E.new_internal_error(e))
+
+    def _authenticate(self, request: web.Request, peer: bytes | None) -> Any:
+        # A client certificate was verified against our CA in the TLS handshake; checking it again
+        # on every request costs half a millisecond, so its identity is remembered (bounded, and
+        # re-checked after a minute so an expiring certificate is noticed).
+        if peer and "Authorization" not in request.headers:
+            hit = self._cert_users.get(peer)
+            now = time.monotonic()
+            if hit is not None and now - hit[1] < 60:
+                return hit[0]
+            user = self.authenticator.authenticate(request.headers, peer)
+            if user is not None:
+                if len(self._cert_users) > 4096:
+                    self._cert_users.clear()
+                self._cert_users[peer] = (user, now)
+            return user
+        return self.authenticator.authenticate(request.headers, peer)
 
     def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str) -> None:
         from .authz import RequestAttributes, forbidden_error
