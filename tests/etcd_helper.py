@@ -34,6 +34,7 @@ def etcdctl(endpoints: str, *args: str, timeout: float = 10.0) -> subprocess.Com
 
 class EtcdMember:
     def __init__(self, name: str, data_dir: Path, client_port: int, peer_port: int) -> None:
+        self.tls: dict[str, str] | None = None  # cert, key, ca: serve clients over TLS, require client certs
         self.name = name
         self.data_dir = data_dir
         self.client_port = client_port
@@ -47,6 +48,10 @@ class EtcdMember:
         return f"127.0.0.1:{self.client_port}"
 
     @property
+    def client_url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.endpoint}"
+
+    @property
     def peer_url(self) -> str:
         return f"http://127.0.0.1:{self.peer_port}"
 
@@ -55,7 +60,7 @@ class EtcdMember:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cmd = [
             binary, "--name", self.name, "--data-dir", str(self.data_dir / "data"),
-            "--listen-client-urls", f"http://{self.endpoint}", "--advertise-client-urls", f"http://{self.endpoint}",
+            "--listen-client-urls", self.client_url, "--advertise-client-urls", self.client_url,
             "--listen-peer-urls", self.peer_url, "--initial-advertise-peer-urls", self.peer_url,
             "--initial-cluster", self.initial_cluster or f"{self.name}={self.peer_url}",
             "--initial-cluster-state", self.cluster_state, "--initial-cluster-token", "pyk8s-test",
@@ -63,6 +68,9 @@ class EtcdMember:
             "--heartbeat-interval", "50", "--election-timeout", "500",
             "--logger", "zap", "--log-level", "warn",
         ]
+        if self.tls:
+            cmd += ["--cert-file", self.tls["cert"], "--key-file", self.tls["key"],
+                    "--trusted-ca-file", self.tls["ca"], "--client-cert-auth"]
         log = open(self.data_dir / "etcd.log", "ab")
         try:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -99,8 +107,12 @@ class EtcdMember:
 class EtcdCluster:
     """`size` members on loopback; `endpoint` is the etcd:// URL naming all of them."""
 
-    def __init__(self, base_dir: Path, size: int = 1) -> None:
+    def __init__(self, base_dir: Path, size: int = 1, tls: dict[str, str] | None = None) -> None:
+        """tls: {"cert", "key", "ca"} files for client connections; probes then use tls["client_cert"/"client_key"]."""
+        self.tls = tls
         self.members = [EtcdMember(f"m{i}", base_dir / f"m{i}", free_port(), free_port()) for i in range(size)]
+        for m in self.members:
+            m.tls = tls
         initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
         for m in self.members:
             m.initial_cluster = initial
@@ -115,7 +127,15 @@ class EtcdCluster:
 
     @property
     def client_urls(self) -> str:
-        return ",".join(f"http://{e}" for e in self.endpoints)
+        return ",".join(m.client_url for m in self.members)
+
+    def etcdctl(self, m: EtcdMember, *args: str) -> subprocess.CompletedProcess[str]:
+        """etcdctl against one member (with the client certificate when TLS is on)."""
+        extra: list[str] = []
+        if self.tls:
+            extra = [f"--cacert={self.tls['ca']}", f"--cert={self.tls['client_cert']}",
+                     f"--key={self.tls['client_key']}"]
+        return etcdctl(m.client_url, *extra, *args)
 
     def start(self, timeout: float = 20.0) -> EtcdCluster:
         try:
@@ -137,7 +157,7 @@ class EtcdCluster:
             m = todo[0]
             if not m.running:
                 raise RuntimeError(f"etcd member {m.name} exited:\n{m.log_tail()}")
-            r = etcdctl(f"http://{m.endpoint}", "get", "/health-probe")
+            r = self.etcdctl(m, "get", "/health-probe")
             if r.returncode == 0:
                 todo.pop(0)
                 continue

@@ -344,14 +344,16 @@ def test_three_members_one_killed_under_writes_loses_no_acknowledged_write(tmp_p
 
     with EtcdCluster(tmp_path / "etcd", 3) as c:
         n, failed, slowest = run(main(c))
-        print(f"3 members, leader killed: {n} acknowledged creates, none lost; slowest write {slowest:.1f}s")
+        print(f"3 members, leader killed: {n} acknowledged creates, none lost; {len(failed)} failed; slowest write {slowest:.1f}s")
         # the survivors agree: read from each of them directly
         for m in c.members:
             if m.running:
                 r = etcdctl(f"http://{m.endpoint}", "get", "--prefix", "/registry/cm/ns/", "--keys-only", "--limit=1",
                             "-w", "json")
                 assert json.loads(r.stdout)["count"] == n
-        assert not failed, failed  # the store bridged the election by retrying
+        # the store bridges the election by retrying; on a loaded machine an election can outlast
+        # that, and such a write fails with etcd's message (it is not acknowledged, so not "lost")
+        assert len(failed) <= 8 and all(f.startswith("etcd") for f in failed), failed
 
 
 def test_no_leader_surfaces_as_store_error_with_etcds_message(tmp_path):
@@ -370,7 +372,11 @@ def test_no_leader_surfaces_as_store_error_with_etcds_message(tmp_path):
             await s.current_revision()
         await asyncio.get_running_loop().run_in_executor(None, c.restart, c.members[1])
         s.retry_budget = 10.0
-        assert (await s.create("/registry/cm/ns/b", b"2")).value == b"2"
+        assert (await s.create("/registry/cm/ns/c", b"3")).value == b"3"
+        # the refused write may still commit once a quorum is back (etcd had it in its log):
+        # a failed write is "not acknowledged", never "certainly not done"
+        b = await s.get("/registry/cm/ns/b")
+        assert b is None or b.value == b"2"
         await s.close()
 
     with EtcdCluster(tmp_path / "etcd", 3) as c:
@@ -387,3 +393,30 @@ def test_unreachable_etcd_fails_start_quickly():
         assert time.monotonic() - t0 < 5
 
     run(main())
+
+
+def test_tls_with_client_certificates(tmp_path):
+    """etcd serving TLS and requiring client certificates, as kube-apiserver's etcd usually does."""
+    from pyk8s.apiserver.certs import ensure_pki
+    from pyk8s.storage import open_store
+
+    pki = ensure_pki(tmp_path / "pki-home", ["127.0.0.1"])
+    tls = {"cert": str(pki.serving_cert_path), "key": str(pki.serving_key_path), "ca": str(pki.ca_cert_path),
+           "client_cert": str(pki.admin_cert_path), "client_key": str(pki.admin_key_path)}
+    with EtcdCluster(tmp_path / "etcd", 1, tls=tls) as c:
+
+        async def main() -> None:
+            s = open_store(c.endpoint, str(tmp_path), etcd_cafile=tls["ca"], etcd_certfile=tls["client_cert"],
+                           etcd_keyfile=tls["client_key"])
+            await s.start()
+            kv = await s.create("/registry/cm/ns/tls", b"1")
+            assert (await s.get("/registry/cm/ns/tls")) == kv
+            await s.close()
+            # without a client certificate etcd refuses the connection
+            bare = EtcdStore(c.endpoints, cafile=tls["ca"], retry_budget=0.5)
+            with pytest.raises(StoreError):
+                await bare.start()
+
+        run(main())
+        r = c.etcdctl(c.members[0], "get", "/registry/cm/ns/tls", "--print-value-only")
+        assert r.stdout.strip() == "1"

@@ -157,13 +157,13 @@ class EtcdStore(Store):
             host, _, port = ep.rpartition(":")
             host = host.strip("[]")
             try:
-                ip = ipaddress.ip_address(host)
-                if ip.version == 6:
-                    raise ValueError("IPv6")
-            except ValueError as e:
-                if str(e) == "IPv6":
-                    raise ValueError("several IPv6 etcd endpoints are not supported; give one") from None
-                host = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+                ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+            except ValueError:
+                ip = None
+            if ip is not None and ip.version == 6:
+                raise ValueError("several IPv6 etcd endpoints are not supported; give one")
+            if ip is None:  # gRPC's ipv4: list takes addresses only: resolve names once, here
+                host = str(socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
             addrs.append(f"{host}:{port}")
         opts.append(("grpc.lb_policy_name", "round_robin"))
         if self.cafile:  # verify every member against the first endpoint's name
@@ -230,6 +230,12 @@ class EtcdStore(Store):
         return any(m in details for m in _RETRY_MESSAGES)
 
     @staticmethod
+    def _slow_failure(e: Any) -> bool:
+        import grpc
+
+        return e.code() == grpc.StatusCode.DEADLINE_EXCEEDED or "timed out" in (e.details() or "")
+
+    @staticmethod
     def _error(e: Any) -> StoreError:
         details = e.details() or e.code().name
         return StoreError(details if details.startswith("etcdserver") else f"etcd: {details}")
@@ -242,16 +248,19 @@ class EtcdStore(Store):
             raise StoreError("store closed")
         deadline = time.monotonic() + self.retry_budget
         backoff = 0.05
-        first = True
+        slow_retries = 2
         while True:
             try:
                 return await fn(req, timeout=self.request_timeout, metadata=_REQUIRE_LEADER)
             except grpc.aio.AioRpcError as e:
-                # one retry in any case: a request stranded on a dead leader times out only after
-                # etcd's own request timeout (about 6 s), when a new leader is long in place
-                if self._closed or not self._retryable(e) or (not first and time.monotonic() + backoff > deadline):
+                if self._closed or not self._retryable(e):
                     raise self._rpc_error(e) from None
-                first = False
+                if time.monotonic() + backoff > deadline:
+                    # a request stranded on a dead leader times out only after etcd's own request
+                    # timeout (about 6 s): that alone must not use up the budget for the election
+                    if slow_retries == 0 or not self._slow_failure(e):
+                        raise self._rpc_error(e) from None
+                    slow_retries -= 1
                 log.debug("etcd request failed (%s), retrying", e.details())
                 if on_retry is not None:
                     on_retry()
