@@ -203,7 +203,7 @@ def test_ttl_after_finished_deletes_job(cluster, nodes):
 
 def test_create_job_from_cronjob_and_suspend(cluster, nodes):
     """`kubectl create job --from=cronjob/x` runs the template; suspending the CronJob shows in
-    `kubectl get cronjob`; a schedule far away leaves status empty and creates nothing."""
+    `kubectl get cronjob`; a schedule far away creates nothing."""
     cj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj"},
           "spec": {"schedule": "0 0 1 1 *", "timeZone": "Etc/UTC",
                    "jobTemplate": {"spec": job_manifest("x")["spec"]}}}
@@ -216,8 +216,311 @@ def test_create_job_from_cronjob_and_suspend(cluster, nodes):
     cluster.kubectl("patch", "cronjob", "cj", "-p", '{"spec":{"suspend":true}}')
     row = cluster.kubectl("get", "cronjob", "cj", "--no-headers").stdout.split()
     assert row[1:8] == ["0", "0", "1", "1", "*", "Etc/UTC", "True"]
-    # the controller never schedules (next run is next January) and tracks no active jobs
-    assert get_json(cluster, "cronjob", "cj").get("status", {}) == {}
+    # the controller never scheduled (next run is next January); as upstream it still notes the
+    # manual Job's success, without adopting it into status.active
+    wait_for(lambda: get_json(cluster, "cronjob", "cj").get("status", {}) ==
+             {"lastSuccessfulTime": j["status"]["completionTime"]}, what="lastSuccessfulTime from the manual job")
     jobs = get_json(cluster, "jobs", "-l", "batch.kubernetes.io/job-name")["items"]
     assert not [x for x in jobs if x["metadata"]["name"].startswith("cj-") and x["metadata"]["name"] != "cj-manual"]
     cluster.kubectl("delete", "cronjob", "cj")
+
+
+# ---- CronJob schedule logic and sync() with an injected clock (no server) ------------------
+
+from pyk8s.api.timefmt import format_time, parse_time  # noqa: E402
+from pyk8s.api.validation.groups.cron import parse_standard  # noqa: E402
+from pyk8s.controllers import cronjob as cronjob_mod  # noqa: E402
+
+
+def _next(spec: str, at: str) -> str | None:
+    t = cronjob_mod.next_time(parse_standard(spec), parse_time(at))
+    return format_time(t) if t is not None else None
+
+
+@pytest.mark.parametrize("spec,at,want", [
+    ("*/5 * * * *", "2024-01-01T00:02:30Z", "2024-01-01T00:05:00Z"),
+    ("*/5 * * * *", "2024-01-01T00:05:00Z", "2024-01-01T00:10:00Z"),  # strictly after
+    ("0 9 * * 1-5", "2024-01-05T10:00:00Z", "2024-01-08T09:00:00Z"),  # Friday -> Monday
+    ("0 0 1,15 * 1", "2024-01-02T00:00:00Z", "2024-01-08T00:00:00Z"),  # dom OR dow when both restricted
+    ("0 0 1 */3 *", "2024-02-10T00:00:00Z", "2024-04-01T00:00:00Z"),
+    ("0 0 29 2 *", "2024-03-01T00:00:00Z", "2028-02-29T00:00:00Z"),
+    ("0 0 30 2 *", "2024-03-01T00:00:00Z", None),  # never: robfig gives up after five years
+    ("@hourly", "2024-01-01T00:59:59Z", "2024-01-01T01:00:00Z"),
+    ("@every 90s", "2024-01-01T00:00:00Z", "2024-01-01T00:01:30Z"),
+    ("TZ=Europe/Berlin 0 9 * * *", "2024-01-01T00:00:00Z", "2024-01-01T08:00:00Z"),
+    ("CRON_TZ=Asia/Tokyo 0 0 * * *", "2024-01-01T00:00:00Z", "2024-01-01T15:00:00Z"),
+    # 02:30 does not exist on the spring-forward day in New York: that day is skipped
+    ("TZ=America/New_York 30 2 * * *", "2024-03-10T00:00:00Z", "2024-03-11T06:30:00Z"),
+    # 01:30 happens twice on the fall-back day: the first one is taken
+    ("TZ=America/New_York 30 1 * * *", "2024-11-03T04:00:00Z", "2024-11-03T05:30:00Z"),
+])
+def test_cron_next_time(spec: str, at: str, want: str | None) -> None:
+    assert _next(spec, at) == want
+
+
+def test_most_recent_schedule_time_counts_missed_runs() -> None:
+    sched = parse_standard("*/1 * * * *")
+    cj = {"metadata": {"creationTimestamp": "2024-01-01T00:00:00Z"},
+          "status": {"lastScheduleTime": "2024-01-01T00:00:00Z"}, "spec": {}}
+    now = parse_time("2024-01-01T03:20:30Z")
+    earliest, recent, missed = cronjob_mod.most_recent_schedule_time(cj, now, sched, True)
+    assert format_time(recent) == "2024-01-01T03:20:00Z" and missed == cronjob_mod.MANY_MISSED
+    cj["spec"]["startingDeadlineSeconds"] = 120  # only the last two minutes count
+    _, recent, missed = cronjob_mod.most_recent_schedule_time(cj, now, sched, True)
+    assert format_time(recent) == "2024-01-01T03:20:00Z" and missed == cronjob_mod.FEW_MISSED
+
+
+class _FakeInformer:
+    def __init__(self) -> None:
+        self.store: dict[str, dict[str, Any]] = {}
+
+    def add_handlers(self, **kw: Any) -> None:
+        pass
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.store.get(key)
+
+    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        return [o for o in self.store.values() if namespace is None or o["metadata"].get("namespace") == namespace]
+
+    def put(self, obj: dict[str, Any]) -> None:
+        self.store[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
+
+
+class _FakeClient:
+    """Just enough of pyk8s.client.Client for the CronJob controller: jobs, cronjob status, events."""
+
+    def __init__(self, informers: dict[str, _FakeInformer], clock: Any) -> None:
+        self.inf = informers
+        self.clock = clock
+        self.events: list[dict[str, Any]] = []
+        self.deleted: list[str] = []
+        self.n = 0
+
+    async def create(self, gvr: Any, obj: dict[str, Any], namespace: str | None = None, **kw: Any) -> dict[str, Any]:
+        if gvr[2] == "events":
+            self.events.append(obj)
+            return obj
+        assert gvr[2] == "jobs"
+        key = f"{namespace}/{obj['metadata']['name']}"
+        if key in self.inf["jobs"].store:
+            from pyk8s.api.errors import StatusError
+            raise StatusError(409, "AlreadyExists", "exists")
+        self.n += 1
+        obj = json.loads(json.dumps(obj))
+        obj["metadata"].update(uid=f"uid-{self.n}", resourceVersion=str(self.n),
+                               creationTimestamp=format_time(self.clock()))
+        self.inf["jobs"].put(obj)
+        return obj
+
+    async def get_or_none(self, gvr: Any, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return self.inf[gvr[2]].get(f"{namespace}/{name}")
+
+    async def get(self, gvr: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        o = await self.get_or_none(gvr, name, namespace)
+        assert o is not None
+        return o
+
+    async def delete(self, gvr: Any, name: str, namespace: str | None = None, **kw: Any) -> None:
+        self.deleted.append(name)
+        self.inf["jobs"].store.pop(f"{namespace}/{name}", None)
+
+    async def update_status(self, gvr: Any, obj: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        self.inf["cronjobs"].put(json.loads(json.dumps(obj)))
+        return obj
+
+    async def patch(self, *a: Any, **kw: Any) -> None:
+        pass
+
+
+class _Ctx:
+    def __init__(self, client: _FakeClient, informers: dict[str, _FakeInformer]) -> None:
+        from pyk8s.client import EventRecorder
+        self.client, self.informers = client, informers
+        self._rec = EventRecorder(client, "cronjob-controller")  # type: ignore[arg-type]
+        self.options: dict[str, Any] = {}
+
+    def informer(self, name: str) -> _FakeInformer:
+        return self.informers[name]
+
+    def recorder(self, component: str) -> Any:
+        return self._rec
+
+
+class CronHarness:
+    """A CronJobController over fake informers and client, with a clock the test moves."""
+
+    def __init__(self, start: str) -> None:
+        self.now = parse_time(start)
+        self.inf = {"cronjobs": _FakeInformer(), "jobs": _FakeInformer()}
+        self.client = _FakeClient(self.inf, lambda: self.now)
+        self.ctl = cronjob_mod.CronJobController(_Ctx(self.client, self.inf), clock=lambda: self.now)
+        self.ctl.setup()
+        self.requeues: list[float] = []
+        self.ctl.enqueue_after = lambda obj, delay: self.requeues.append(delay)  # type: ignore[method-assign]
+
+    def add(self, name: str = "cj", schedule: str = "*/5 * * * *", **spec: Any) -> None:
+        self.inf["cronjobs"].put({
+            "apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": name, "namespace": "default", "uid": f"cj-uid-{name}",
+                         "creationTimestamp": format_time(self.now)},
+            "spec": {"schedule": schedule, "concurrencyPolicy": "Allow", "suspend": False,
+                     "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
+                     "jobTemplate": {"metadata": {"labels": {"team": "a"}},
+                                     "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}},
+                     **spec},
+            "status": {}})
+
+    def at(self, when: str) -> CronHarness:
+        self.now = parse_time(when)
+        return self
+
+    def sync(self, name: str = "cj") -> list[tuple[str, str]]:
+        import asyncio
+
+        async def go() -> None:
+            self.client.events.clear()
+            self.requeues.clear()
+            await self.ctl.sync(f"default/{name}")
+            await self.ctl.recorder.flush()
+        asyncio.run(go())
+        return [(e["reason"], e["message"]) for e in self.client.events]
+
+    def cj(self, name: str = "cj") -> dict[str, Any]:
+        return self.inf["cronjobs"].store[f"default/{name}"]
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return sorted(self.inf["jobs"].store.values(), key=lambda j: j["metadata"]["name"])
+
+    def finish(self, job_name: str, typ: str = "Complete", at: str | None = None) -> None:
+        j = self.inf["jobs"].store[f"default/{job_name}"]
+        t = at or format_time(self.now)
+        j["status"] = {"startTime": j["metadata"]["creationTimestamp"], "conditions": [
+            {"type": typ, "status": "True", "lastTransitionTime": t}]}
+        if typ == "Complete":
+            j["status"]["completionTime"] = t
+
+
+def test_cronjob_sync_waits_then_creates_job_at_schedule_time() -> None:
+    """Nothing before the first schedule time, a requeue for exactly then (+100 ms); at the time,
+    the Job `<cj>-<minutes>` with the scheduled-timestamp annotation, and status updated."""
+    h = CronHarness("2024-01-01T10:02:00Z")
+    h.add()
+    assert h.at("2024-01-01T10:03:00Z").sync() == []
+    assert h.jobs() == [] and h.requeues == [pytest.approx(120.1)]
+    events = h.at("2024-01-01T10:05:00.1Z").sync()
+    scheduled = parse_time("2024-01-01T10:05:00Z")
+    name = f"cj-{int(scheduled // 60)}"
+    assert events == [("SuccessfulCreate", f"Created job {name}")]
+    (job,) = h.jobs()
+    assert job["metadata"]["name"] == name and job["metadata"]["labels"] == {"team": "a"}
+    assert job["metadata"]["annotations"] == {"batch.kubernetes.io/cronjob-scheduled-timestamp": "2024-01-01T10:05:00Z"}
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+    st = h.cj()["status"]
+    assert st["lastScheduleTime"] == "2024-01-01T10:05:00Z"
+    assert [a["name"] for a in st["active"]] == [name]
+    assert h.requeues == [pytest.approx(300.0)]
+    # a repeated sync in the same minute creates nothing more
+    assert h.sync() == [] and len(h.jobs()) == 1
+
+
+def test_cronjob_forbid_replace_and_completed_jobs() -> None:
+    h = CronHarness("2024-01-01T10:00:30Z")
+    h.add(concurrencyPolicy="Forbid")
+    h.at("2024-01-01T10:05:00.1Z").sync()
+    first = h.jobs()[0]["metadata"]["name"]
+    assert h.at("2024-01-01T10:10:00.1Z").sync() == [
+        ("JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")]
+    assert len(h.jobs()) == 1
+    # the running job finishes: SawCompletedJob, lastSuccessfulTime, and the skipped 10:10 run starts
+    # late (no startingDeadlineSeconds), as upstream
+    h.finish(first, at="2024-01-01T10:11:00Z")
+    second = f"cj-{int(parse_time('2024-01-01T10:10:00Z') // 60)}"
+    assert h.at("2024-01-01T10:11:00Z").sync() == [
+        ("SawCompletedJob", f"Saw completed job: {first}, condition: Complete"),
+        ("SuccessfulCreate", f"Created job {second}")]
+    st = h.cj()["status"]
+    assert [a["name"] for a in st["active"]] == [second] and st["lastSuccessfulTime"] == "2024-01-01T10:11:00Z"
+    assert st["lastScheduleTime"] == "2024-01-01T10:10:00Z"
+    # Replace: the active job is deleted when the next one starts
+    h.cj()["spec"]["concurrencyPolicy"] = "Replace"
+    events = h.at("2024-01-01T10:15:00.1Z").sync()
+    third = f"cj-{int(parse_time('2024-01-01T10:15:00Z') // 60)}"
+    assert events == [("SuccessfulDelete", f"Deleted job {second}"), ("SuccessfulCreate", f"Created job {third}")]
+    assert [a["name"] for a in h.cj()["status"]["active"]] == [third]
+
+
+def test_cronjob_history_limits_delete_oldest_finished_jobs() -> None:
+    h = CronHarness("2024-01-01T10:00:30Z")
+    h.add(successfulJobsHistoryLimit=1, failedJobsHistoryLimit=0)
+    names = []
+    for minute in ("05", "10", "15"):
+        h.at(f"2024-01-01T10:{minute}:00.1Z").sync()
+        names.append(h.jobs()[-1]["metadata"]["name"])
+    h.finish(names[0])
+    h.finish(names[1])
+    h.finish(names[2], typ="Failed")
+    events = h.at("2024-01-01T10:16:00Z").sync()
+    assert ("SuccessfulDelete", f"Deleted job {names[0]}") in events
+    assert ("SuccessfulDelete", f"Deleted job {names[2]}") in events
+    assert [j["metadata"]["name"] for j in h.jobs()] == [names[1]]
+
+
+def test_cronjob_starting_deadline_and_too_many_missed() -> None:
+    h = CronHarness("2024-01-01T10:00:30Z")
+    h.add(startingDeadlineSeconds=10)
+    # 10:05 is more than 10 s ago: that run is skipped, the next one is 10:10
+    assert h.at("2024-01-01T10:05:30Z").sync() == []
+    assert h.jobs() == [] and h.requeues == [pytest.approx(270.1)]
+    assert h.at("2024-01-01T10:10:05Z").sync() == [
+        ("SuccessfulCreate", f"Created job cj-{int(parse_time('2024-01-01T10:10:00Z') // 60)}")]
+    # no deadline, the controller was away for 200+ minutes: one warning, one job for the latest time
+    h2 = CronHarness("2024-01-01T00:00:00Z")
+    h2.add(schedule="*/1 * * * *")
+    events = h2.at("2024-01-01T03:25:10Z").sync()
+    assert events[0] == ("TooManyMissedTimes", "too many missed start times. Set or decrease "
+                                               ".spec.startingDeadlineSeconds or check clock skew")
+    assert h2.cj()["status"]["lastScheduleTime"] == "2024-01-01T03:25:00Z" and len(h2.jobs()) == 1
+
+
+def test_cronjob_time_zone_suspend_and_invalid_zone() -> None:
+    h = CronHarness("2024-01-01T00:00:00Z")
+    h.add(schedule="0 9 * * *", timeZone="Europe/Berlin")
+    h.at("2024-01-01T08:00:00.1Z").sync()  # 09:00 in Berlin is 08:00 UTC in winter
+    (job,) = h.jobs()
+    assert job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] == "2024-01-01T09:00:00+01:00"
+    assert job["metadata"]["name"] == f"cj-{int(parse_time('2024-01-01T08:00:00Z') // 60)}"
+    h.cj()["spec"]["suspend"] = True
+    assert h.at("2024-01-02T08:00:00.1Z").sync() == [] and len(h.jobs()) == 1 and h.requeues == []
+    h.cj()["spec"].update(suspend=False, timeZone="Mars/Olympus")
+    assert h.sync() == [("UnknownTimeZone", 'invalid timeZone: "Mars/Olympus": unknown time zone Mars/Olympus')]
+
+
+def test_cronjob_fires_on_its_timer(cluster, nodes):
+    """An `@every 3s` schedule (robfig syntax, accepted as upstream) fires without any relist:
+    the timer set at creation creates `<cj>-<minutes>`, status.active/lastScheduleTime follow,
+    and the finished Job shows as SawCompletedJob with lastSuccessfulTime."""
+    cj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+          "spec": {"schedule": "@every 3s", "concurrencyPolicy": "Forbid",
+                   "jobTemplate": {"spec": job_manifest("x", run_seconds=0.5)["spec"]}}}
+    apply(cluster, cj)
+    created = get_json(cluster, "cronjob", "tick")["metadata"]["creationTimestamp"]
+
+    def fired() -> Any:
+        st = get_json(cluster, "cronjob", "tick").get("status", {})
+        return st if st.get("lastSuccessfulTime") else None
+    st = wait_for(fired, timeout=30, what="cronjob ran a job to completion")
+    cluster.kubectl("patch", "cronjob", "tick", "-p", '{"spec":{"suspend":true}}')
+    from pyk8s.api.timefmt import parse_time
+    assert parse_time(st["lastScheduleTime"]) >= parse_time(created) + 3
+    jobs = [j for j in get_json(cluster, "jobs")["items"] if j["metadata"]["name"].startswith("tick-")]
+    assert jobs
+    first = min(jobs, key=lambda j: j["metadata"]["creationTimestamp"])
+    minutes = int(first["metadata"]["name"].split("-")[1])
+    stamp = first["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+    assert minutes == int(parse_time(stamp) // 60)
+    reasons = {e["reason"] for e in events_for(cluster, "tick")}
+    assert {"SuccessfulCreate", "SawCompletedJob"} <= reasons
+    row = cluster.kubectl("get", "cronjob", "tick", "--no-headers").stdout.split()
+    assert row[1:4] == ["@every", "3s", "<none>"]
+    cluster.kubectl("delete", "cronjob", "tick")
