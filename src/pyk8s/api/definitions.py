@@ -30,7 +30,12 @@ def _schema_dir() -> str:
 def definitions() -> dict[str, dict[str, Any]]:
     """All definitions by their upstream name, e.g. `io.k8s.api.core.v1.Pod`."""
     with open(os.path.join(_schema_dir(), "_definitions.json"), "rb") as f:
-        return orjson.loads(f.read())["$defs"]
+        defs: dict[str, dict[str, Any]] = orjson.loads(f.read())["$defs"]
+    # the removed extensions/v1beta1 and apps/v1beta1/v1beta2 workloads we still serve for old manifests
+    from .deprecated_definitions import deprecated_workload_definitions
+
+    defs.update(deprecated_workload_definitions(defs))
+    return defs
 
 
 @functools.cache

@@ -267,9 +267,31 @@ def _builtin() -> list[Resource]:
         _r("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short_names=["sc"]),
         _r("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, subresources=dict(S)),
     ]
+    rs.extend(_deprecated_workloads())
     for r in rs:
         r.subresources = {k: (v or r.kind) for k, v in r.subresources.items()}
     return rs
+
+
+def _deprecated_workloads() -> list[Resource]:
+    """extensions/v1beta1, apps/v1beta1 and apps/v1beta2 workloads, stored as apps/v1.
+
+    Served (with a deprecation Warning) so manifests from older tutorials apply as written.
+    kubectl can only map `apiVersion: extensions/v1beta1` to a resource through discovery, so
+    they are advertised. They come after every other group and version (so `daemonsets`
+    resolves to apps/v1, as kubectl takes the first match) and carry no short names (kubectl
+    1.30+ would warn that `ds` "could also match" them) and no categories (`get all` would
+    list each object twice).
+    """
+    from .conversion import deprecated_versions
+
+    out = []
+    for group, version, kind, plural, replacement in deprecated_versions():
+        subs = {} if kind == "ControllerRevision" else {"status": ""}
+        out.append(_r(group, version, plural, kind, subresources=subs, storage_version="v1",
+                      storage_group="apps" if group != "apps" else None, preferred=group != "apps",
+                      deprecated_replacement=replacement))
+    return sorted(out, key=lambda r: (r.group != "apps", r.group, r.version, r.resource))
 
 
 def builtin_registry() -> Registry:

@@ -63,15 +63,13 @@ class Discovery:
                 "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
 
     def _group(self, g: str) -> dict[str, Any] | None:
-        vs = [v for v in self.registry.versions(g) if not self._hidden(g, v)]
+        # Deprecated workload versions (extensions/v1beta1, apps/v1beta1, apps/v1beta2) are advertised:
+        # kubectl maps a manifest's apiVersion/kind to a resource only through discovery.
+        vs = self.registry.versions(g)
         if not vs:
             return None
         gvs = [{"groupVersion": f"{g}/{v}", "version": v} for v in vs]
         return {"name": g, "versions": gvs, "preferredVersion": gvs[0]}
-
-    def _hidden(self, g: str, v: str) -> bool:
-        # deprecated versions served for old manifests are not advertised (as upstream no longer has them)
-        return any(r.deprecated_replacement for r in self.registry.resources_in(g, v))
 
     def api_group_list(self) -> dict[str, Any]:
         groups = [x for g in self.registry.groups() if g for x in [self._group(g)] if x]
@@ -147,8 +145,6 @@ class Discovery:
         for g in groups:
             versions = []
             for v in self.registry.versions(g):
-                if self._hidden(g, v):
-                    continue
                 rs = sorted(self.registry.resources_in(g, v), key=lambda r: r.resource)
                 versions.append({"version": v, "resources": [self._agg_resource(r) for r in rs],
                                  "freshness": "Current"})

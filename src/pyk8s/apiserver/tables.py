@@ -20,6 +20,9 @@ def _printer_for(res: Resource) -> Any:
 
     if res.crd is not None:
         return printers.crd_printer(_crd_columns(res))
+    if res.deprecated_replacement and (res.group, res.kind) not in printers.PRINTERS:
+        # old workload versions print as the apps/v1 kind they are stored as
+        return printers.printer_for(res.storage_group if res.storage_group is not None else res.group, res.kind)
     return printers.printer_for(res.group, res.kind)
 
 
