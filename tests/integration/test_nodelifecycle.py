@@ -51,6 +51,7 @@ class Kubelets:
     def __init__(self, c: Cluster) -> None:
         self.c = c
         self.active: set[str] = set()
+        self.reaping: set[str] = set()  # nodes whose terminating pods the fake kubelet finishes
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -88,9 +89,20 @@ class Kubelets:
             for n in list(self.active):
                 try:
                     await self._renew(n)
+                    if n in self.reaping:
+                        await self._reap(n)
                 except Exception:
                     pass
             await asyncio.sleep(0.5)
+
+    async def _reap(self, name: str) -> None:
+        """What a kubelet does with a pod being deleted: stop it, then delete it for good."""
+        pods = await self.client.list(("", "v1", "pods"), field_selector=f"spec.nodeName={name}")
+        for p in pods.get("items") or []:
+            md = p["metadata"]
+            if md.get("deletionTimestamp"):
+                await self.client.delete_ignore_missing(("", "v1", "pods"), md["name"], md["namespace"],
+                                                        grace_period=0)
 
     def add(self, name: str, labels: dict[str, str] | None = None) -> None:
         async def go() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
+from . import quota_admission
 from .rest import RequestContext, RestStorage
 
 SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -303,4 +304,5 @@ def install(rest: RestStorage, service_cidr: str, cluster_cidr: str) -> ServiceA
     alloc = ServiceAllocator(service_cidr)
     nodes = NodeCIDRAllocator(cluster_cidr)
     rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit, nodes.admit])
+    rest.validating.append(quota_admission.admit_quota)
     return alloc

@@ -244,7 +244,8 @@ class NodeLifecycleController(Controller):
             return
         ready = _cond(node, "Ready")
         status = (ready or {}).get("status")
-        if status != "True":
+        if ready is not None and status != "True":
+            # (a node without a Ready condition has just registered: upstream leaves its pods alone)
             await self._mark_pods_not_ready(node)
         await self._no_schedule_taints(node)
         await self._no_execute_taints(node, status)
@@ -401,7 +402,8 @@ class NodeLifecycleController(Controller):
             return
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = self.nodes.get(node_name) if node_name else None
-        if node is not None and (_cond(node, "Ready") or {}).get("status") != "True":
+        node_ready = _cond(node, "Ready") if node is not None else None
+        if node_ready is not None and node_ready.get("status") != "True":
             await self._mark_pod_not_ready(pod)
         taints = no_execute_taints(node) if node is not None else []
         if not taints:
