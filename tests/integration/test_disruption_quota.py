@@ -358,3 +358,70 @@ def test_scoped_quota_counts_only_matching_pods(cluster):
     # a pod with requests is not BestEffort: the quota does not apply
     assert create_pod(cluster, ns, "burstable", {"requests": {"cpu": "10m"}}).status == 201
     wait_for(lambda: used(cluster, ns, "besteffort") == {"pods": "1"}, what="only best-effort pods counted")
+
+
+def test_kubectl_drain_of_a_sim_node_running_a_deployment(cluster):
+    """The everyday drain: evictions go one at a time as the Deployment's replacements become ready elsewhere."""
+    import asyncio
+    import importlib.util
+    import threading
+
+    for mod in ("pyk8s.sim", "pyk8s.scheduler.runner", "pyk8s.controllers.deployment", "pyk8s.controllers.replicaset"):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"{mod} not available")
+    from pyk8s.client import Client
+    from pyk8s.sim import Simulator
+
+    ns = "pdb-sim"
+    ensure_ns(cluster, ns)
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+
+    def run(coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(60)
+
+    client = run(_make_client(cluster, Client))
+    sim = Simulator(client, 3, name_prefix="drain-sim-", lease_period=2.0, labels={"drain-sim": "yes"},
+                    delete_nodes_on_stop=True)
+    run(sim.start())
+    try:
+        run(sim.wait_nodes_registered(30))
+        req(cluster, "POST", f"/apis/apps/v1/namespaces/{ns}/deployments", {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop"},
+            "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "shop"}},
+                     "template": {"metadata": {"labels": {"app": "shop"}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                                           "nodeSelector": {"drain-sim": "yes"}}}}})
+        pdb(cluster, ns, "shop", {"matchLabels": {"app": "shop"}}, maxUnavailable=1)
+
+        def ready_pods() -> list[dict[str, Any]]:
+            items = req(cluster, "GET", f"{PODS.format(ns=ns)}?labelSelector=app%3Dshop")["items"]
+            return [p for p in items if not p["metadata"].get("deletionTimestamp") and any(
+                c["type"] == "Ready" and c["status"] == "True" for c in (p.get("status") or {}).get("conditions") or [])]
+
+        pods = wait_for(lambda: (lambda r: r if len(r) == 4 else None)(ready_pods()), timeout=30, what="4 ready")
+        wait_status(cluster, ns, "shop", expectedPods=4, desiredHealthy=3, currentHealthy=4, disruptionsAllowed=1)
+        counts: dict[str, int] = {}
+        for p in pods:
+            counts[p["spec"]["nodeName"]] = counts.get(p["spec"]["nodeName"], 0) + 1
+        node = max(counts, key=lambda n: counts[n])
+        r = cluster.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=50s",
+                            check=False, timeout=60)
+        out = r.stdout + r.stderr
+        assert r.returncode == 0, out
+        assert f"node/{node} drained" in out
+        if counts[node] > 1:
+            # the second eviction had to wait for the first pod's replacement (upstream prints this and retries)
+            assert "Cannot evict pod as it would violate the pod's disruption budget." in out
+        left = req(cluster, "GET", f"{PODS.format(ns=ns)}?fieldSelector=spec.nodeName%3D{node}")["items"]
+        assert left == []
+        wait_for(lambda: (lambda r: r if len(r) == 4 else None)(ready_pods()), timeout=30, what="4 ready again")
+        req(cluster, "DELETE", f"/apis/apps/v1/namespaces/{ns}/deployments/shop")
+    finally:
+        run(sim.stop())
+        run(client.close())
+        loop.call_soon_threadsafe(loop.stop)
+
+
+async def _make_client(cluster: Cluster, client_cls: Any) -> Any:
+    return client_cls.from_kubeconfig(cluster.kubeconfig)

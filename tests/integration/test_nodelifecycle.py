@@ -277,6 +277,71 @@ def test_podgc_deletes_orphans_terminated_excess_and_out_of_service_terminating(
     assert r.status == 200
 
 
+def test_controller_pods_on_a_lost_sim_node_are_replaced_elsewhere(cluster):
+    """Seed E29: stop a kubelet's heartbeats; its pods are evicted and their controller recreates them."""
+    import importlib.util
+
+    for mod in ("pyk8s.sim", "pyk8s.scheduler.runner", "pyk8s.controllers.deployment", "pyk8s.controllers.replicaset"):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"{mod} not available")
+    from pyk8s.client import Client
+    from pyk8s.sim import Simulator
+
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "evictme"},
+              "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "evictme"}},
+                       "template": {"metadata": {"labels": {"app": "evictme"}},
+                                    "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                                             "nodeSelector": {"evict-test": "yes"},
+                                             "tolerations": [{"key": UNREACH, "operator": "Exists",
+                                                              "effect": "NoExecute", "tolerationSeconds": 1}]}}}}
+
+    async def main() -> None:
+        c = Client.from_kubeconfig(cluster.kubeconfig)
+        sim = Simulator(c, 3, name_prefix="evict-", lease_period=1.0, labels={"evict-test": "yes"},
+                        delete_nodes_on_stop=True)
+        await sim.start()
+        try:
+            await sim.wait_nodes_registered(30)
+            await c.create(("apps", "v1", "deployments"), deploy, NS)
+
+            async def running() -> list[dict[str, Any]]:
+                pods = (await c.list(("", "v1", "pods"), NS, label_selector="app=evictme"))["items"]
+                live = [p for p in pods if not p["metadata"].get("deletionTimestamp")
+                        and (p.get("status") or {}).get("phase") == "Running"]
+                return live if len(live) == 3 else []
+
+            async def until(fn: Any, timeout: float = 30.0) -> Any:
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline:
+                    v = await fn()
+                    if v:
+                        return v
+                    await asyncio.sleep(0.2)
+                raise AssertionError(f"timed out: {fn.__name__}")
+
+            pods = await until(running)
+            victim = pods[0]["spec"]["nodeName"]
+            doomed = {p["metadata"]["name"] for p in pods if p["spec"]["nodeName"] == victim}
+            sim.stop_heartbeat(victim)
+
+            async def replaced() -> bool:
+                now = await running()
+                return bool(now) and all(p["spec"]["nodeName"] != victim for p in now) \
+                    and not doomed & {p["metadata"]["name"] for p in now}
+
+            await until(replaced, 40.0)
+            node = await c.get(NODES, victim)
+            assert {(t["key"], t["effect"]) for t in node["spec"]["taints"]} >= {(UNREACH, "NoExecute"),
+                                                                                 (UNREACH, "NoSchedule")}
+            await c.delete(("apps", "v1", "deployments"), "evictme", NS)
+            sim.resume_heartbeat(victim)
+        finally:
+            await sim.stop()
+            await c.close()
+
+    asyncio.run(main())
+
+
 def test_every_node_down_stops_noexecute_tainting(cluster, kubelets):
     for n in list(kubelets.active):
         kubelets.stop(n)
