@@ -65,10 +65,15 @@ def spec_changed(new: dict[str, Any], old: dict[str, Any]) -> bool:
 
 
 def strip_for_compare(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object without the fields every write changes, to detect no-op updates."""
+    """The object without the fields every write changes, to detect no-op updates.
+
+    managedFields count, except their timestamps (upstream's IgnoreManagedFieldsTimestamps):
+    an apply that only takes co-ownership, or a client rewriting managedFields, is a write."""
     out = dict(obj)
     md = dict(out.get("metadata") or {})
     md.pop("resourceVersion", None)
-    md.pop("managedFields", None)
+    mf = md.get("managedFields")
+    if isinstance(mf, list):
+        md["managedFields"] = [{k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e for e in mf]
     out["metadata"] = md
     return out

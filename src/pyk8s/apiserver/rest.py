@@ -113,7 +113,7 @@ class RestStorage:
             raise self._not_found(res, name)
         return obj
 
-    async def check_namespace(self, res: Resource, namespace: str | None, creating: bool) -> None:
+    async def check_namespace(self, res: Resource, namespace: str | None, creating: bool, name: str = "") -> None:
         """NamespaceLifecycle: the namespace must exist, and not be terminating for creates."""
         if not res.namespaced or not namespace:
             return
@@ -126,9 +126,9 @@ class RestStorage:
             raise E.StatusError(
                 403,
                 "Forbidden",
-                f'{res.resource} "{{name}}" is forbidden: unable to create new content in namespace {namespace} '
+                f'{res.qualified} "{name}" is forbidden: unable to create new content in namespace {namespace} '
                 "because it is being terminated",
-                {"name": "", "group": res.group, "kind": res.resource,
+                {"name": name, "group": res.group, "kind": res.resource,
                  "causes": [{"reason": "NamespaceTerminating",
                              "message": f"namespace {namespace} is being terminated",
                              "field": "metadata.namespace"}]},
@@ -138,9 +138,17 @@ class RestStorage:
                          res: Resource, operation: str = "Update") -> None:
         if self.managed_fields is None or not ctx.field_manager:
             return
-        self.managed_fields(old, obj, ctx.field_manager, operation, res.group_version, now_rfc3339(),
-                            kind=res.kind, subresource=ctx.subresource,
-                            reset_fields=["status"] if res.crd is not None and "status" in res.subresources else None)
+        result = self.managed_fields(old, obj, ctx.field_manager, operation, res.group_version, now_rfc3339(),
+                                     kind=res.kind, subresource=ctx.subresource,
+                                     reset_fields=["status"] if res.crd is not None and "status" in res.subresources
+                                     else None)
+        # the recorder returns a copy: carry its managedFields over to the object being written
+        md = obj.setdefault("metadata", {})
+        entries = (result.get("metadata") or {}).get("managedFields") if isinstance(result, dict) else None
+        if entries:
+            md["managedFields"] = entries
+        else:
+            md.pop("managedFields", None)
 
     async def _admit(self, chain: list[AdmissionFn], res: Resource, op: str, obj: dict[str, Any],
                      old: dict[str, Any] | None, ctx: RequestContext) -> None:
@@ -185,7 +193,7 @@ class RestStorage:
         sfn = kindhooks.STATUS_ON_CREATE.get(gk)
         if sfn is not None:
             sfn(obj)
-        await self.check_namespace(res, namespace, creating=True)
+        await self.check_namespace(res, namespace, creating=True, name=md.get("name") or "")
         await self._admit(self.mutating, res, "CREATE", obj, None, ctx)
         errs = kindhooks.validate_create(gk, obj, res.namespaced)
         if errs:
@@ -280,9 +288,10 @@ class RestStorage:
             if errs:
                 raise E.new_invalid(res.kind, name, errs, res.group)
             await self._admit(self.validating, res, "UPDATE", new, old, ctx)
+            if subresource != "binding":  # upstream's BindingREST writes storage directly: no managedFields entry
+                self._record_managers(new, old, ctx, res)
             if strip_for_compare(new) == strip_for_compare(old):
                 return old, False  # no-op: no write, same resourceVersion (as upstream)
-            self._record_managers(new, old, ctx, res)
             # the last finalizer gone from an object being deleted: the object goes (as upstream)
             if nmd.get("deletionTimestamp") and not nmd.get("finalizers") and strategies.finalized(res, new):
                 if ctx.dry_run:
