@@ -381,8 +381,9 @@ def test_kubectl_drain_of_a_sim_node_running_a_deployment(cluster):
         return asyncio.run_coroutine_threadsafe(coro, loop).result(60)
 
     client = run(_make_client(cluster, Client))
+    # tainted, so that unscheduled pods of the other tests stay off these nodes
     sim = Simulator(client, 3, name_prefix="drain-sim-", lease_period=2.0, labels={"drain-sim": "yes"},
-                    delete_nodes_on_stop=True)
+                    taints=[{"key": "drain-sim", "value": "yes", "effect": "NoSchedule"}], delete_nodes_on_stop=True)
     run(sim.start())
     try:
         run(sim.wait_nodes_registered(30))
@@ -391,7 +392,8 @@ def test_kubectl_drain_of_a_sim_node_running_a_deployment(cluster):
             "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "shop"}},
                      "template": {"metadata": {"labels": {"app": "shop"}},
                                   "spec": {"containers": [{"name": "c", "image": "busybox"}],
-                                           "nodeSelector": {"drain-sim": "yes"}}}}})
+                                           "nodeSelector": {"drain-sim": "yes"},
+                                           "tolerations": [{"key": "drain-sim", "operator": "Exists"}]}}}})
         pdb(cluster, ns, "shop", {"matchLabels": {"app": "shop"}}, maxUnavailable=1)
 
         def ready_pods() -> list[dict[str, Any]]:

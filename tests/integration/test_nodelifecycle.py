@@ -293,11 +293,13 @@ def test_controller_pods_on_a_lost_sim_node_are_replaced_elsewhere(cluster):
                                     "spec": {"containers": [{"name": "c", "image": "busybox"}],
                                              "nodeSelector": {"evict-test": "yes"},
                                              "tolerations": [{"key": UNREACH, "operator": "Exists",
-                                                              "effect": "NoExecute", "tolerationSeconds": 1}]}}}}
+                                                              "effect": "NoExecute", "tolerationSeconds": 1},
+                                                             {"key": "evict-test", "operator": "Exists"}]}}}}
 
     async def main() -> None:
         c = Client.from_kubeconfig(cluster.kubeconfig)
         sim = Simulator(c, 3, name_prefix="evict-", lease_period=1.0, labels={"evict-test": "yes"},
+                        taints=[{"key": "evict-test", "value": "yes", "effect": "NoSchedule"}],
                         delete_nodes_on_stop=True)
         await sim.start()
         try:
