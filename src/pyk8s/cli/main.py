@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _server_parser(sub)
     add_image_parser(sub)
+    from . import agent_cmd
+
+    agent_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -59,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run(_server(args), args.v)
     if args.command == "image":
         return run_image(args)
+    if args.command == "agent":
+        return agent_cmd.run(args)
     return 2
 
 

@@ -1,0 +1,139 @@
+"""`pyk8s agent`: run a kubelet for this machine against an API server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import ssl
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("agent", help="run a kubelet (a node) for this machine",
+                       description="Join an API server as a node: register the Node, run the pods bound to it "
+                                   "under runc, and report their status.")
+    auth = p.add_argument_group("connection (either --kubeconfig, or --server with --token)")
+    auth.add_argument("--kubeconfig", default=None, help="kubeconfig with the server and the node's credentials")
+    auth.add_argument("--server", default=None, help="API server URL, e.g. https://10.0.0.1:6443")
+    auth.add_argument("--token", default=None, help="bearer token (with --server)")
+    auth.add_argument("--certificate-authority", default=None, help="CA bundle for --server (default: no verification)")
+    p.add_argument("--node-name", default=None, help="node name (default: the hostname, lowercased)")
+    p.add_argument("--data-dir", default="./data/agent", help="kubelet state, images, logs (default ./data/agent)")
+    p.add_argument("--node-labels", default="", help="labels to register the node with: k=v,k2=v2")
+    p.add_argument("--register-with-taints", default="", help="taints to register the node with: key=value:Effect,...")
+    p.add_argument("--pod-cidr", default="", help="pod network for this node (default: the one the API allocates)")
+    p.add_argument("--node-ip", default="", help="the node's InternalIP (default: the default route's source)")
+    p.add_argument("--cluster-dns", default="10.96.0.10", help="cluster DNS server IPs, comma separated")
+    p.add_argument("--cluster-domain", default="cluster.local", help="cluster domain (default cluster.local)")
+    p.add_argument("--pod-manifest-path", default=None, help="static pod manifests (default <data-dir>/manifests)")
+    p.add_argument("--eviction-hard", default=None,
+                   help="hard eviction thresholds (default memory.available<100Mi,nodefs.available<10%%,"
+                        "imagefs.available<15%%,nodefs.inodesFree<5%%)")
+    p.add_argument("--eviction-pressure-transition-period", type=float, default=300.0,
+                   help="seconds a pressure condition stays after its threshold clears (default 300)")
+    p.add_argument("--kube-reserved", default="", help="resources reserved for Kubernetes daemons: cpu=100m,memory=100Mi")
+    p.add_argument("--system-reserved", default="", help="resources reserved for the system: cpu=100m,memory=100Mi")
+    p.add_argument("--max-pods", type=int, default=110, help="pods this node runs at most (default 110)")
+    p.add_argument("--runtime", choices=["runc", "process"], default=None,
+                   help="force a container runtime (default: runc, or the process fallback where runc cannot run)")
+    p.add_argument("--cni-bridge", default="pyk8s0", help="Linux bridge of the pod network (default pyk8s0)")
+    p.add_argument("--runc-root", default="", help="runc state directory (default /run/pyk8s/runc)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+
+
+def _reserved(*specs: str) -> dict[str, str]:
+    from ..api.quantity import parse_quantity
+
+    out: dict[str, Any] = {}
+    for spec in specs:
+        for part in [x.strip() for x in (spec or "").split(",") if x.strip()]:
+            k, _, v = part.partition("=")
+            q = parse_quantity(v)
+            out[k] = out[k] + q if k in out else q
+    return {k: str(v) for k, v in out.items()}
+
+
+def _client(args: Any) -> Any:
+    from ..client import Client
+    from ..kubelet.node import KUBELET_VERSION
+
+    ua = f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s"
+    if args.kubeconfig:
+        return Client.from_kubeconfig(args.kubeconfig, user_agent=ua, pool_size=0)
+    if not args.server:
+        raise SystemExit("pyk8s agent: give --kubeconfig, or --server with --token")
+    ctx = None
+    if args.server.startswith("https"):
+        if args.certificate_authority:
+            ctx = ssl.create_default_context(cafile=args.certificate_authority)
+        else:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+    return Client(args.server, ctx, token=args.token, user_agent=ua, pool_size=0)
+
+
+async def _agent(args: Any) -> int:
+    from ..kubelet.agent import Kubelet, KubeletConfig
+    from ..kubelet.eviction import DEFAULT_HARD
+    from ..kubelet.node import parse_labels, parse_taints
+
+    try:
+        cfg = KubeletConfig(
+            node_name=(args.node_name or socket.gethostname()).lower(), data_dir=args.data_dir,
+            node_labels=parse_labels(args.node_labels), taints=parse_taints(args.register_with_taints),
+            pod_cidr=args.pod_cidr, node_ip=args.node_ip,
+            cluster_dns=[x.strip() for x in args.cluster_dns.split(",") if x.strip()],
+            cluster_domain=args.cluster_domain, manifest_dir=args.pod_manifest_path or "",
+            eviction_hard=DEFAULT_HARD if args.eviction_hard is None else args.eviction_hard,
+            eviction_transition=args.eviction_pressure_transition_period,
+            reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
+            runtime=args.runtime or "", cni_bridge=args.cni_bridge,
+            runc_root=args.runc_root)
+    except ValueError as e:
+        print(f"pyk8s agent: {e}", file=sys.stderr)
+        return 2
+    client = _client(args)
+    kl = Kubelet(client, cfg)
+    try:
+        await kl.start()
+    except Exception as e:  # noqa: BLE001
+        print(f"pyk8s agent: cannot start the kubelet: {e}", file=sys.stderr)
+        await kl.stop()
+        await client.close()
+        return 1
+    print(f"pyk8s agent: node {cfg.node_name} running (data dir {os.path.abspath(cfg.data_dir)})", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except NotImplementedError:  # pragma: no cover
+            pass
+    await stop.wait()
+    print("pyk8s agent: stopping (pods keep running)", flush=True)
+    await kl.stop()
+    await client.close()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if args.v >= 4 else logging.INFO if args.v >= 1 else logging.WARNING,
+        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
+    )
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        return asyncio.run(_agent(args))
+    except KeyboardInterrupt:
+        return 0

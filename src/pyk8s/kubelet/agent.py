@@ -1,0 +1,532 @@
+"""The kubelet: ties node registration, pod workers, volumes, probes, eviction and static pods together.
+
+Everything it learns comes from the API (pods bound to this node, services, the
+ConfigMaps/Secrets its pods name) and from the runtime; everything it decides goes back
+through the API (node status, Lease, pod status, events, the final pod DELETE).
+`start_local_agent` runs one inside `pyk8s server` for this machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api.quantity import parse_quantity
+from ..client import Client, EventRecorder, Informer
+from .backoff import Backoff
+from .dns import read_host_resolv
+from .eviction import DEFAULT_HARD, EvictionManager, parse_thresholds
+from .images.reference import ReferenceError, parse_reference
+from .images.service import ImageService
+from .images.store import ImageStore
+from .node import KUBELET_VERSION, NodeManager, runc_version
+from .objects import ObjectCache, TokenManager
+from .pleg import PLEG
+from .podworkers import PodWorker, PodWorkers
+from .probes import ProbeManager
+from .runtime.interface import EXITED, RUNNING, ContainerStatus
+from .runtime.resources import machine_memory_capacity
+from .staticpods import StaticPods, is_mirror
+from .status import StatusManager
+from .volumes import VolumeManager
+
+log = logging.getLogger("pyk8s.kubelet")
+
+PODS = ("", "v1", "pods")
+SERVICES = ("", "v1", "services")
+PVCS = ("", "v1", "persistentvolumeclaims")
+PVS = ("", "v1", "persistentvolumes")
+
+
+@dataclass
+class KubeletConfig:
+    node_name: str
+    data_dir: str
+    node_labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+    pod_cidr: str = ""
+    node_ip: str = ""
+    cluster_dns: list[str] = field(default_factory=lambda: ["10.96.0.10"])
+    cluster_domain: str = "cluster.local"
+    manifest_dir: str = ""  # default <data-dir>/manifests
+    eviction_hard: str = DEFAULT_HARD
+    eviction_transition: float = 300.0
+    eviction_interval: float = 10.0
+    reserved: dict[str, str] = field(default_factory=dict)
+    max_pods: int = 110
+    runtime: str = ""  # "", "runc" or "process"
+    cni_bridge: str = "pyk8s0"
+    resolv_conf: str = "/etc/resolv.conf"
+    api_audience: str = ""
+    sandbox_concurrency: int = 8
+    runc_root: str = ""  # default /run/pyk8s/runc
+    static_interval: float = 5.0
+
+
+def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, op, vals = e.get("key", ""), e.get("operator", ""), list(e.get("values") or [])
+    if op == "In":
+        return key in labels and labels[key] in vals
+    if op == "NotIn":
+        return key not in labels or labels[key] not in vals
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and key in labels and len(vals) == 1:
+        try:
+            a, b = int(labels[key]), int(vals[0])
+        except ValueError:
+            return False
+        return a > b if op == "Gt" else a < b
+    return False
+
+
+def _node_affinity_ok(pod: dict[str, Any], labels: dict[str, str], node_name: str) -> bool:
+    spec = pod.get("spec") or {}
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if labels.get(k) != v:
+            return False
+    req = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+           .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = req.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    for term in terms:
+        exprs = term.get("matchExpressions") or []
+        fields = term.get("matchFields") or []
+        if not exprs and not fields:
+            continue
+        ok = all(_expr_ok(e, labels) for e in exprs)
+        for f in fields:
+            if f.get("key") == "metadata.name":
+                vals = f.get("values") or []
+                op = f.get("operator")
+                ok = ok and ((node_name in vals) if op == "In" else (node_name not in vals) if op == "NotIn" else False)
+        if ok:
+            return True
+    return False
+
+
+def _pod_requests(pod: dict[str, Any]) -> dict[str, int]:
+    """Effective requests (milli-cpu, bytes): max(any init container, sum of app containers and sidecars) + overhead."""
+    spec = pod.get("spec") or {}
+
+    def req(c: dict[str, Any], name: str) -> int:
+        q = ((c.get("resources") or {}).get("requests") or {}).get(name)
+        if q is None:
+            return 0
+        return parse_quantity(q).to_milli() if name == "cpu" else parse_quantity(q).to_int()
+
+    out = {}
+    for name in ("cpu", "memory", "ephemeral-storage"):
+        total = sum(req(c, name) for c in spec.get("containers") or [])
+        side = 0
+        for ic in spec.get("initContainers") or []:
+            if ic.get("restartPolicy") == "Always":
+                side += req(ic, name)
+                total += req(ic, name)
+            else:
+                total = max(total, req(ic, name) + side)
+        q = (spec.get("overhead") or {}).get(name)
+        if q is not None:
+            total += parse_quantity(q).to_milli() if name == "cpu" else parse_quantity(q).to_int()
+        out[name] = total
+    return out
+
+
+class Kubelet:
+    def __init__(self, client: Client, config: KubeletConfig) -> None:
+        self.client = client
+        self.config = config
+        self.node_name = config.node_name
+        self.data_dir = os.path.abspath(config.data_dir)
+        self.root = os.path.join(self.data_dir, "kubelet")
+        self.log_root = os.path.join(self.data_dir, "logs")
+        self.seccomp_root = os.path.join(self.root, "seccomp")
+        for d in (self.root, self.log_root, os.path.join(self.root, "pods")):
+            os.makedirs(d, exist_ok=True)
+        self.cluster_dns = list(config.cluster_dns)
+        self.cluster_domain = config.cluster_domain
+        self.host_resolv = read_host_resolv(config.resolv_conf)
+        self.memory_capacity = machine_memory_capacity()
+        self.recorder = EventRecorder(client, "kubelet", host=config.node_name)
+        self.image_store = ImageStore(os.path.join(self.data_dir, "images"))
+        self.images = ImageService(self.image_store)
+        self.container_backoff = Backoff(10.0, 300.0)
+        self.image_backoff = Backoff(10.0, 300.0)
+        self.sandbox_slots = asyncio.Semaphore(config.sandbox_concurrency)
+        self.runtime: Any = None
+        self.pod_workers = PodWorkers(self)
+        self.status_manager = StatusManager(client)
+        self.objects = ObjectCache(client, self._object_changed)
+        self.tokens = TokenManager(client)
+        self.probes: ProbeManager = None  # type: ignore[assignment]
+        self.pleg: PLEG = None  # type: ignore[assignment]
+        hard = parse_thresholds(config.eviction_hard)
+        self.eviction = EvictionManager(hard, self.data_dir, os.path.join(self.data_dir, "images"),
+                                        config.eviction_transition, config.eviction_interval)
+        self.node_manager = NodeManager(
+            client, config.node_name, self.data_dir, self.recorder, labels=config.node_labels, taints=config.taints,
+            pod_cidr=config.pod_cidr, node_ip=config.node_ip, reserved=config.reserved, hard_thresholds=hard,
+            images=self.image_store.list, pressure=self.eviction.conditions, readiness=self._readiness,
+            max_pods=config.max_pods)
+        self.volumes = VolumeManager(os.path.join(self.root, "pods"), self._get_object, self.tokens.token,
+                                     self._get_pvc, self._get_pv, self.allocatable, config.api_audience)
+        self.static = StaticPods(self, config.manifest_dir or os.path.join(self.data_dir, "manifests"),
+                                 config.static_interval)
+        self.pod_informer: Informer = None  # type: ignore[assignment]
+        self.service_informer: Informer = None  # type: ignore[assignment]
+        self._tasks: list[asyncio.Task[None]] = []
+        self._image_names: dict[str, tuple[str, str]] = {}
+        self.started_at = 0.0
+        self.owns_client = False  # close the client on stop (the in-process kubelet's own certificate client)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        from .runtime import new_runtime
+        from .runtime.cni import CNI, bridge_conflist
+
+        self.started_at = time.time()
+        await self.node_manager.register()
+        cidr = self.config.pod_cidr or await self.node_manager.wait_pod_cidr()
+        if not cidr:
+            cidr = "10.244.0.0/24"
+            log.warning("node %s has no podCIDR; using %s", self.node_name, cidr)
+        cni = CNI(bridge_conflist(cidr, bridge=self.config.cni_bridge,
+                                  data_dir=os.path.join(self.data_dir, "cni", "networks")))
+        kw: dict[str, Any] = {"image_store": self.image_store, "cni": cni, "pod_cidr": cidr}
+        if self.config.runtime:
+            kw["force"] = self.config.runtime
+        if self.config.runc_root:
+            kw["runc_root"] = self.config.runc_root
+        self.runtime = new_runtime(self.data_dir, **kw)
+        v = await self.runtime.version()
+        name = v.get("runtimeName", "runc")
+        version = (v.get("runtimeVersion") or runc_version()).split("+")[0]  # drop distro build suffixes (+ds1)
+        self.node_manager.runtime_version = f"{name}://{version}"
+        self.probes = ProbeManager(self.runtime, self.record, self.pod_workers.wake)
+        self.pleg = PLEG(self.runtime, self.pod_workers.wake)
+        await self.pleg.relist()  # know what already runs before pods arrive, to adopt it
+        self.service_informer = Informer(self.client, SERVICES)
+        self.service_informer.start()
+        self.pod_informer = Informer(self.client, PODS, field_selector=f"spec.nodeName={self.node_name}")
+        self.pod_informer.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+        self.pod_informer.start()
+        await asyncio.gather(self.pod_informer.wait_synced(60), self.service_informer.wait_synced(60))
+        await self.node_manager.update_status(force=True)
+        self.node_manager.event("Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
+        self.node_manager.start()
+        self.static.start()
+        self.pleg.start()
+        self._tasks = [asyncio.create_task(self._housekeeping(), name="kubelet-housekeeping"),
+                       asyncio.create_task(self._eviction_loop(), name="kubelet-eviction")]
+        log.info("kubelet %s started on %s (runtime %s, podCIDR %s)", KUBELET_VERSION, self.node_name,
+                 self.node_manager.runtime_version, cidr)
+
+    async def stop(self) -> None:
+        """Stop the kubelet; containers keep running and a new kubelet adopts them."""
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks = []
+        for part in (self.static, self.pleg, self.node_manager):
+            if part is not None:
+                with contextlib.suppress(Exception):
+                    await part.stop()
+        for inf in (self.pod_informer, self.service_informer):
+            if inf is not None:
+                await inf.stop()
+        await self.pod_workers.stop()
+        if self.probes is not None:
+            await self.probes.stop()
+        await self.objects.stop()
+        with contextlib.suppress(Exception):
+            await self.recorder.flush()
+        if self.runtime is not None:
+            await self.runtime.close()
+        if self.owns_client:
+            await self.client.close()
+
+    # ------------------------------------------------------------------ pod sources
+
+    def _pod_added(self, pod: dict[str, Any]) -> None:
+        if is_mirror(pod):
+            self.static.mirror_changed(pod)
+            return
+        self.pod_workers.update(pod)
+
+    def _pod_updated(self, _old: dict[str, Any], pod: dict[str, Any]) -> None:
+        self._pod_added(pod)
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        if is_mirror(pod):
+            self.static.mirror_deleted(pod)
+            return
+        self.pod_workers.remove(pod["metadata"]["uid"])
+
+    def _object_changed(self, kind: str, ns: str, name: str) -> None:
+        for uid in self.objects.users(kind, ns, name):
+            self.pod_workers.wake(uid)
+
+    def api_pod_for(self, w: PodWorker) -> dict[str, Any] | None:
+        if w.static:
+            return self.static.mirror_for(w.pod)
+        return w.pod
+
+    # ------------------------------------------------------------------ services for the workers
+
+    def record(self, pod: dict[str, Any], type_: str, reason: str, message: str, field_path: str = "") -> None:
+        ref = {"kind": "Pod", "apiVersion": "v1", "metadata": pod.get("metadata") or {}}
+        self.recorder.event(ref, type_, reason, message, field_path)
+
+    def host_ips(self) -> list[str]:
+        return [self.node_manager.node_ip]
+
+    def allocatable(self) -> dict[str, Any]:
+        return self.node_manager.allocatable
+
+    def services(self) -> list[dict[str, Any]]:
+        return self.service_informer.list() if self.service_informer is not None else []
+
+    def image_status_names(self, st: ContainerStatus) -> tuple[str, str]:
+        """(image, imageID) to report for a container: the normalized reference and a repo digest or the image ID."""
+        hit = self._image_names.get(st.image + "|" + st.image_id)
+        if hit is not None:
+            return hit
+        try:
+            name = str(parse_reference(st.image))
+        except ReferenceError:
+            name = st.image
+        img = self.image_store.get(st.image_id) if st.image_id else None
+        image_id = (img.repo_digests[0] if img is not None and img.repo_digests else st.image_id)
+        self._image_names[st.image + "|" + st.image_id] = (name, image_id)
+        return name, image_id
+
+    async def _get_object(self, pod: dict[str, Any], kind: str, name: str) -> dict[str, Any] | None:
+        return await self.objects.get(kind, pod["metadata"].get("namespace") or "default", name)
+
+    async def _get_pvc(self, ns: str, name: str) -> dict[str, Any] | None:
+        return await self.client.get_or_none(PVCS, name, ns)
+
+    async def _get_pv(self, name: str) -> dict[str, Any] | None:
+        return await self.client.get_or_none(PVS, name)
+
+    def _readiness(self) -> tuple[bool, str]:
+        if self.runtime is None:
+            return False, "container runtime status check may not have completed yet"
+        cni = getattr(self.runtime, "cni", None)
+        if cni is not None and not cni.available():
+            return False, ("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+                           "message:Network plugin returns error: cni plugin not initialized")
+        return True, ""
+
+    def forget_pod(self, uid: str) -> None:
+        self.objects.unregister(uid)
+        self.tokens.forget(uid)
+        self.probes.stop_pod(uid)
+        self.status_manager.forget(uid)
+        self.pleg.forget(uid)
+
+    def admit(self, pod: dict[str, Any], uid: str) -> tuple[str, str] | None:
+        """upstream canAdmitPod: eviction (node pressure), node affinity, resources, host ports."""
+        if pod["metadata"].get("annotations", {}).get("kubernetes.io/config.source", "api") != "api":
+            return None  # static pods are critical
+        r = self.eviction.admit(pod)
+        if r is not None:
+            return r
+        labels = (self.node_manager.node.get("metadata") or {}).get("labels") or {}
+        if not _node_affinity_ok(pod, labels, self.node_name):
+            return "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+        others = [w.pod for w in self.pod_workers.active() if w.uid != uid and w.admitted and not w.view.terminal]
+        alloc = self.allocatable()
+        used = {"cpu": 0, "memory": 0, "ephemeral-storage": 0}
+        for o in others:
+            for k, v in _pod_requests(o).items():
+                used[k] += v
+        want = _pod_requests(pod)
+        if len(others) + 1 > int(alloc.get("pods", "110")):
+            return "OutOfpods", (f"Node didn't have enough resource: pods, requested: 1, used: {len(others)}, "
+                                 f"capacity: {alloc.get('pods')}")
+        for name in ("cpu", "memory", "ephemeral-storage"):
+            if not want[name] or name not in alloc:
+                continue
+            cap = parse_quantity(alloc[name]).to_milli() if name == "cpu" else parse_quantity(alloc[name]).to_int()
+            if used[name] + want[name] > cap:
+                return f"OutOf{name}", (f"Node didn't have enough resource: {name}, requested: {want[name]}, "
+                                        f"used: {used[name]}, capacity: {cap}")
+        ports = set()
+        for o in others:
+            for c in (o.get("spec") or {}).get("containers") or []:
+                for p in c.get("ports") or []:
+                    if p.get("hostPort"):
+                        ports.add((p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", p["hostPort"]))
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            for p in c.get("ports") or []:
+                if p.get("hostPort"):
+                    key = (p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", p["hostPort"])
+                    if any(k[1:] == key[1:] and (k[0] == key[0] or "0.0.0.0" in (k[0], key[0])) for k in ports):
+                        return "NodePorts", "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+        return None
+
+    # ------------------------------------------------------------------ loops
+
+    async def _housekeeping(self) -> None:
+        """Remove what belongs to pods nobody knows (deleted while we were down), and old back-off entries."""
+        while True:
+            await asyncio.sleep(5)
+            try:
+                await self.static.scanned.wait()
+                known = set(self.pod_workers.workers) | set(self.static.pods)
+                known |= {p["metadata"]["uid"] for p in self.pod_informer.list()}
+                for uid in self.pleg.uids() - known:
+                    if uid in self.pod_workers.finished and not self.pleg.sandboxes.get(uid) \
+                            and not self.pleg.containers.get(uid):
+                        continue
+                    await self._remove_orphan(uid)
+                for uid in self.volumes.pod_dirs():
+                    if uid not in known:
+                        with contextlib.suppress(OSError):
+                            self.volumes.teardown(uid)
+                self.container_backoff.gc()
+                self.image_backoff.gc()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("housekeeping")
+
+    async def _remove_orphan(self, uid: str) -> None:
+        sbs, cids = self.pleg.known(uid)
+        log.info("removing containers of pod %s, which is no longer bound here", uid)
+        for cid in cids:
+            with contextlib.suppress(Exception):
+                st = await self.runtime.container_status(cid)
+                if st.state == RUNNING:
+                    await self.runtime.stop_container(cid, 2)
+        for sid in sbs:
+            with contextlib.suppress(Exception):
+                sb = await self.runtime.sandbox_status(sid)
+                shutil.rmtree(sb.config.log_directory or "/nonexistent", ignore_errors=True)
+            with contextlib.suppress(Exception):
+                await self.runtime.remove_sandbox(sid)
+        for cid in cids:
+            with contextlib.suppress(Exception):
+                await self.runtime.remove_container(cid)
+        self.pleg.forget(uid)
+
+    async def _eviction_loop(self) -> None:
+        while True:
+            try:
+                before = self.eviction.conditions()
+                met = self.eviction.evaluate()
+                if self.eviction.conditions() != before:
+                    await self.node_manager.update_status(force=True)
+                if met:
+                    await self._evict_one()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("eviction manager")
+            await asyncio.sleep(self.eviction.interval)
+
+    async def _evict_one(self) -> None:
+        candidates = [w for w in self.pod_workers.active() if not w.static and not w.evicted and not w.view.terminal]
+        by_uid = {w.uid: w for w in candidates}
+
+        async def usage(pod: dict[str, Any], resource: str) -> tuple[int, dict[str, int]]:
+            w = by_uid[pod["metadata"]["uid"]]
+            per: dict[str, int] = {}
+            if resource == "memory":
+                for name, runs in w.view.containers.items():
+                    if runs and runs[0].state == RUNNING:
+                        with contextlib.suppress(Exception):
+                            per[name] = (await self.runtime.container_stats(runs[0].id)).memory_working_set
+            elif resource in ("ephemeral-storage", "inodes"):
+                per["_"] = _dir_size(self.volumes.pod_dir(w.uid))
+                for runs in w.view.containers.values():
+                    for st in runs:
+                        with contextlib.suppress(OSError):
+                            per["_"] += os.path.getsize(st.log_path)
+            elif resource == "pids":
+                for runs in w.view.containers.values():
+                    if runs and runs[0].state == RUNNING:
+                        with contextlib.suppress(Exception):
+                            per[runs[0].name] = (await self.runtime.container_stats(runs[0].id)).pids
+            return sum(per.values()), per
+
+        picked = await self.eviction.pick([w.pod for w in candidates], usage)
+        if picked is None:
+            return
+        pod, message = picked
+        w = by_uid[pod["metadata"]["uid"]]
+        log.warning("evicting pod %s/%s: %s", pod["metadata"].get("namespace"), pod["metadata"]["name"], message)
+        self.record(pod, "Warning", "Evicted", message)
+        w.evict(message, message)
+
+
+def _dir_size(path: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+    return total
+
+
+class _NoAgent:
+    """What start_local_agent returns when it cannot run a kubelet here."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def stop(self) -> None:
+        return None
+
+
+async def start_local_agent(server: Any, args: Any) -> Any:
+    """A kubelet for this machine inside `pyk8s server`, with its own node client certificate."""
+    if os.geteuid() != 0:
+        msg = "not running as root: pods cannot run here, so no kubelet is started (use `pyk8s agent` as root)"
+        log.warning("pyk8s: local kubelet disabled: %s", msg)
+        print(f"pyk8s: WARNING: local kubelet disabled: {msg}", flush=True)
+        return _NoAgent(msg)
+    from ..cluster import component_client
+
+    node = socket.gethostname().lower()
+    data_dir = os.path.join(getattr(args, "data_dir", None) or server.config.data_dir, "agent")
+    # CN=system:node:<name>, O=system:nodes is the kubelet's identity upstream; our RBAC has no Node authorizer
+    # yet (the bootstrap system:node binding has no subjects), so the in-process kubelet also carries system:masters.
+    client = Client_with_pool(component_client(server, f"system:node:{node}", ["system:nodes", "system:masters"],
+                                               f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s"))
+    cfg = KubeletConfig(node_name=node, data_dir=data_dir,
+                        cluster_dns=[getattr(args, "cluster_dns", None) or "10.96.0.10"])
+    kl = Kubelet(client, cfg)
+    kl.owns_client = True
+    try:
+        await kl.start()
+    except Exception as e:  # noqa: BLE001 - the control plane keeps running without its kubelet
+        log.exception("local kubelet failed to start")
+        print(f"pyk8s: WARNING: local kubelet failed to start: {e}", flush=True)
+        with contextlib.suppress(Exception):
+            await kl.stop()
+        return _NoAgent(str(e))
+    return kl
+
+
+def Client_with_pool(client: Client) -> Client:  # noqa: N802 - tiny adapter
+    """Kubelets hold one watch per referenced ConfigMap/Secret: lift the connection pool limit."""
+    client.pool_size = 0
+    return client
+
+
+__all__ = ["Kubelet", "KubeletConfig", "start_local_agent", "EXITED"]
