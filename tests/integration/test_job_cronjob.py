@@ -526,3 +526,45 @@ def test_cronjob_fires_on_its_timer(cluster, nodes):
     row = cluster.kubectl("get", "cronjob", "tick", "--no-headers").stdout.split()
     assert row[1:4] == ["@every", "3s", "<none>"]
     cluster.kubectl("delete", "cronjob", "tick")
+
+
+# ---- Job helpers (pure) ----------------------------------------------------------------------
+
+from pyk8s.controllers import job_util  # noqa: E402
+
+
+def test_completed_indexes_format_as_upstream() -> None:
+    iv = job_util.with_indexes([], [0, 1, 2, 4, 5, 7, 9, 10, 11, 12])
+    assert job_util.format_intervals(iv) == "0-2,4,5,7,9-12"
+    assert job_util.parse_intervals("0-2,4,5,7,9-12", 11) == [[0, 2], [4, 5], [7, 7], [9, 10]]
+    assert job_util.total_intervals(iv) == 10
+
+
+def _failed_pod(code: int, conditions: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "ns"},
+            "status": {"phase": "Failed", "conditions": conditions or [],
+                       "containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": code}}}]}}
+
+
+def test_pod_failure_policy_actions() -> None:
+    pfp = {"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}},
+        {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [1, 2]}},
+        {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}]}
+    assert job_util.match_pod_failure_policy(pfp, _failed_pod(42)) == (
+        "Container main for pod ns/p failed with exit code 42 matching FailJob rule at index 1", True, "FailJob")
+    assert job_util.match_pod_failure_policy(pfp, _failed_pod(3, [{"type": "DisruptionTarget", "status": "True"}])) \
+        == (None, False, "Ignore")
+    assert job_util.match_pod_failure_policy(pfp, _failed_pod(3)) == (None, True, "Count")
+    assert job_util.match_pod_failure_policy(pfp, _failed_pod(1)) == (None, True, "FailIndex")
+    assert job_util.match_pod_failure_policy(pfp, _failed_pod(2)) == (None, True, None)  # no rule: counts
+
+
+def test_pod_failure_backoff_doubles_to_six_minutes() -> None:
+    assert job_util.backoff_remaining(100.0, 1, 100.0) == 10
+    assert job_util.backoff_remaining(100.0, 3, 95.0) == 35  # 40 s after the third failure
+    assert job_util.backoff_remaining(100.0, 10, 100.0) == 360
+    assert job_util.backoff_remaining(100.0, 1, 80.0) == 0
+    rec = job_util.new_backoff_record(None, [], [_failed_pod(1)])
+    assert rec.failures_after_last_success == 1

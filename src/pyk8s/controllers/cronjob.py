@@ -28,7 +28,7 @@ from ..api.timefmt import format_time, parse_time_or_none
 from ..api.validation.groups.cron import STAR_BIT, CronError, CronSchedule, parse_standard
 from .base import GVRS, Controller
 from .history import controller_ref
-from .job import is_job_finished
+from .job_util import is_job_finished
 from .workload_pods import get_controller_of
 
 log = logging.getLogger("pyk8s.controllers.cronjob")

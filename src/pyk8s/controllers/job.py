@@ -28,6 +28,46 @@ from ..api.timefmt import format_time, parse_time_or_none
 from ..client import obj_key
 from .base import GVRS, Controller
 from .history import controller_ref
+from .job_util import (
+    COMPLETION_INDEX,
+    INDEX_FAILURE_COUNT,
+    INDEX_IGNORED_FAILURE_COUNT,
+    JOB_TRACKING_FINALIZER,
+    MANAGED_BY_DEFAULT,
+    MAX_POD_CREATE_DELETE_PER_SYNC,
+    MAX_UNCOUNTED_PODS,
+    ORPHAN_PREFIX,
+    SYNC_BATCH_PERIOD,
+    BackoffRecord,
+    Intervals,
+    add_completion_index_env,
+    backoff_remaining,
+    completion_index,
+    ensure_condition,
+    find_condition,
+    format_intervals,
+    generate_name_with_index,
+    has_backoff_limit_per_index,
+    has_index,
+    has_tracking_finalizer,
+    int_annotation,
+    is_indexed,
+    is_job_finished,
+    is_pod_failed,
+    is_suspended,
+    is_terminating,
+    job_spec,
+    match_pod_failure_policy,
+    match_success_policy,
+    merge_intervals,
+    new_backoff_record,
+    new_condition,
+    only_replace_failed_pods,
+    parse_intervals,
+    pod_finished_time,
+    total_intervals,
+    with_indexes,
+)
 from .workload_pods import (
     Expectations,
     active_pods_sort_key,
@@ -42,340 +82,6 @@ log = logging.getLogger("pyk8s.controllers.job")
 
 __all__ = ["JobController", "is_job_finished", "format_intervals", "parse_intervals", "match_pod_failure_policy",
            "JOB_TRACKING_FINALIZER", "COMPLETION_INDEX"]
-
-JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
-INDEX_IGNORED_FAILURE_COUNT = "batch.kubernetes.io/job-index-ignored-failure-count"
-COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
-MANAGED_BY_DEFAULT = "kubernetes.io/job-controller"
-
-DEFAULT_POD_FAILURE_BACKOFF = 10.0  # upstream DefaultJobPodFailureBackOff
-MAX_POD_FAILURE_BACKOFF = 360.0     # upstream MaxJobPodFailureBackOff
-SYNC_BATCH_PERIOD = 1.0             # pod events are batched this long (syncJobBatchPeriod)
-MAX_UNCOUNTED_PODS = 500
-MAX_POD_CREATE_DELETE_PER_SYNC = 500
-ORPHAN_PREFIX = "orphan-pod:"       # queue keys for pods whose finalizer nobody else will remove
-
-
-# ---- pure helpers: conditions, indexes, failure policy -------------------------------------
-
-def find_condition(job: dict[str, Any], typ: str) -> dict[str, Any] | None:
-    for c in (job.get("status") or {}).get("conditions") or ():
-        if c.get("type") == typ:
-            return c
-    return None
-
-
-def is_job_finished(job: dict[str, Any]) -> bool:
-    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-               for c in (job.get("status") or {}).get("conditions") or ())
-
-
-def new_condition(typ: str, status: str, reason: str, message: str, now: float) -> dict[str, Any]:
-    t = format_time(now)
-    c: dict[str, Any] = {"type": typ, "status": status, "lastProbeTime": t, "lastTransitionTime": t}
-    if reason:
-        c["reason"] = reason
-    if message:
-        c["message"] = message
-    return c
-
-
-def ensure_condition(conds: list[dict[str, Any]], typ: str, status: str, reason: str, message: str,
-                     now: float) -> bool:
-    """Set a condition; a missing one is only added when not False (ensureJobConditionStatus)."""
-    for i, c in enumerate(conds):
-        if c.get("type") == typ:
-            if c.get("status") != status or c.get("reason", "") != reason or c.get("message", "") != message:
-                conds[i] = new_condition(typ, status, reason, message, now)
-                return True
-            return False
-    if status != "False":
-        conds.append(new_condition(typ, status, reason, message, now))
-        return True
-    return False
-
-
-Intervals = list[list[int]]  # ordered, non-overlapping [first, last] pairs
-
-
-def parse_intervals(s: str | None, completions: int) -> Intervals:
-    """`1,3-5` into [[1,1],[3,5]], dropping indexes >= completions and corrupt parts."""
-    out: Intervals = []
-    for part in (s or "").split(","):
-        if not part:
-            continue
-        bounds = part.split("-")
-        try:
-            first = int(bounds[0])
-            last = int(bounds[1]) if len(bounds) > 1 else first
-        except ValueError:
-            continue
-        if first >= completions:
-            break
-        last = min(last, completions - 1)
-        if out and out[-1][1] == first - 1:
-            out[-1][1] = last
-        else:
-            out.append([first, last])
-    return out
-
-
-def merge_intervals(a: Intervals, b: Intervals) -> Intervals:
-    out: Intervals = []
-    for first, last in sorted([list(x) for x in a] + [list(x) for x in b]):
-        if out and first <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], last)
-        else:
-            out.append([first, last])
-    return out
-
-
-def with_indexes(iv: Intervals, indexes: Iterable[int]) -> Intervals:
-    return merge_intervals(iv, [[i, i] for i in sorted(set(indexes))])
-
-
-def total_intervals(iv: Intervals) -> int:
-    return sum(last - first + 1 for first, last in iv)
-
-
-def has_index(iv: Intervals, ix: int) -> bool:
-    return any(first <= ix <= last for first, last in iv)
-
-
-def format_intervals(iv: Intervals) -> str:
-    """Upstream's compact form: ranges of 3+ as `a-b`, pairs as `a,b`."""
-    parts = []
-    for first, last in iv:
-        if last == first:
-            parts.append(str(first))
-        elif last == first + 1:
-            parts.append(f"{first},{last}")
-        else:
-            parts.append(f"{first}-{last}")
-    return ",".join(parts)
-
-
-def completion_index(pod: dict[str, Any]) -> int:
-    v = ((pod.get("metadata") or {}).get("annotations") or {}).get(COMPLETION_INDEX)
-    try:
-        i = int(v) if v is not None else -1
-    except ValueError:
-        return -1
-    return i if i >= 0 else -1
-
-
-def _int_annotation(pod: dict[str, Any], key: str) -> int:
-    v = ((pod.get("metadata") or {}).get("annotations") or {}).get(key)
-    try:
-        i = int(v) if v is not None else 0
-    except ValueError:
-        return 0
-    return i if 0 <= i <= 2**31 - 1 else 0
-
-
-def _terminated_statuses(pod: dict[str, Any], init: bool) -> list[dict[str, Any]]:
-    key = "initContainerStatuses" if init else "containerStatuses"
-    return list((pod.get("status") or {}).get(key) or ())
-
-
-def match_pod_failure_policy(pfp: dict[str, Any] | None, pod: dict[str, Any]) -> tuple[str | None, bool, str | None]:
-    """(FailJob message, whether the failure counts against backoffLimit, matched action)."""
-    if not pfp:
-        return None, True, None
-    md = pod.get("metadata") or {}
-    for index, rule in enumerate(pfp.get("rules") or ()):
-        action = rule.get("action")
-        on_codes = rule.get("onExitCodes")
-        if on_codes is not None:
-            cs = _match_exit_codes(pod, on_codes)
-            if cs is None:
-                continue
-            if action == "FailJob":
-                code = cs["state"]["terminated"].get("exitCode")
-                return (f"Container {cs.get('name')} for pod {md.get('namespace')}/{md.get('name')} failed with "
-                        f"exit code {code} matching {action} rule at index {index}"), True, action
-            return None, action != "Ignore", action
-        on_conds = rule.get("onPodConditions")
-        if on_conds is not None:
-            cond = _match_pod_conditions(pod, on_conds)
-            if cond is None:
-                continue
-            if action == "FailJob":
-                return (f"Pod {md.get('namespace')}/{md.get('name')} has condition {cond.get('type')} matching "
-                        f"{action} rule at index {index}"), True, action
-            return None, action != "Ignore", action
-    return None, True, None
-
-
-def _match_exit_codes(pod: dict[str, Any], req: dict[str, Any]) -> dict[str, Any] | None:
-    for init in (False, True):
-        for cs in _terminated_statuses(pod, init):
-            term = (cs.get("state") or {}).get("terminated")
-            if term is None:
-                continue  # still terminating: no exit code yet
-            if req.get("containerName") and req["containerName"] != cs.get("name"):
-                continue
-            code = int(term.get("exitCode") or 0)
-            if code == 0:
-                continue
-            values = req.get("values") or []
-            op = req.get("operator")
-            if (op == "In" and code in values) or (op == "NotIn" and code not in values):
-                return cs
-    return None
-
-
-def _match_pod_conditions(pod: dict[str, Any], patterns: list[dict[str, Any]]) -> dict[str, Any] | None:
-    for c in (pod.get("status") or {}).get("conditions") or ():
-        for p in patterns:
-            if c.get("type") == p.get("type") and c.get("status") == (p.get("status") or "True"):
-                return c
-    return None
-
-
-def pod_finished_time(pod: dict[str, Any]) -> float:
-    """When a pod finished: its last container's finishedAt, else its Ready=False transition,
-    else deletion time minus grace, else its creation (upstream's getFinishedTime)."""
-    latest: float | None = None
-    statuses = _terminated_statuses(pod, False)
-    for cs in statuses:
-        term = (cs.get("state") or {}).get("terminated")
-        t = parse_time_or_none((term or {}).get("finishedAt"))
-        if t is None:
-            latest = None
-            break
-        latest = t if latest is None else max(latest, t)
-    if statuses and latest is not None:
-        return latest
-    for c in (pod.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "Ready" and c.get("status") == "False":
-            t = parse_time_or_none(c.get("lastTransitionTime"))
-            if t is not None:
-                return t
-    md = pod.get("metadata") or {}
-    t = parse_time_or_none(md.get("deletionTimestamp"))
-    if t is not None:
-        return t - int(md.get("deletionGracePeriodSeconds") or 0)
-    return parse_time_or_none(md.get("creationTimestamp")) or 0.0
-
-
-def backoff_remaining(now: float, failures: int, last_failure: float | None,
-                      base: float = DEFAULT_POD_FAILURE_BACKOFF, maximum: float = MAX_POD_FAILURE_BACKOFF) -> float:
-    if failures <= 0 or last_failure is None:
-        return 0.0
-    delay = base
-    for _ in range(1, failures):
-        delay *= 2
-        if delay >= maximum:
-            delay = maximum
-            break
-    elapsed = now - last_failure
-    return 0.0 if delay < elapsed else delay - elapsed
-
-
-@dataclass
-class _Backoff:
-    failures_after_last_success: int = 0
-    last_failure_time: float | None = None
-
-
-def new_backoff_record(old: _Backoff | None, new_succeeded: list[dict[str, Any]],
-                       new_failed: list[dict[str, Any]]) -> _Backoff:
-    """Consecutive failures since the last success, and when the last one happened."""
-    rec = copy.copy(old) if old is not None else _Backoff()
-    succeeded = sorted(pod_finished_time(p) for p in new_succeeded)
-    failed = sorted(pod_finished_time(p) for p in new_failed)
-    if not succeeded:
-        if failed:
-            rec.failures_after_last_success += len(failed)
-            rec.last_failure_time = failed[-1]
-        return rec
-    rec.failures_after_last_success, rec.last_failure_time = 0, None
-    for t in reversed(failed):
-        if t <= succeeded[-1]:
-            break
-        if rec.last_failure_time is None:
-            rec.last_failure_time = t
-        rec.failures_after_last_success += 1
-    return rec
-
-
-def _spec(job: dict[str, Any]) -> dict[str, Any]:
-    return job.get("spec") or {}
-
-
-def is_indexed(job: dict[str, Any]) -> bool:
-    return _spec(job).get("completionMode") == "Indexed"
-
-
-def has_backoff_limit_per_index(job: dict[str, Any]) -> bool:
-    return _spec(job).get("backoffLimitPerIndex") is not None
-
-
-def is_suspended(job: dict[str, Any]) -> bool:
-    return bool(_spec(job).get("suspend"))
-
-
-def only_replace_failed_pods(job: dict[str, Any]) -> bool:
-    return _spec(job).get("podReplacementPolicy") == "Failed" or _spec(job).get("podFailurePolicy") is not None
-
-
-def has_tracking_finalizer(pod: dict[str, Any]) -> bool:
-    return JOB_TRACKING_FINALIZER in ((pod.get("metadata") or {}).get("finalizers") or ())
-
-
-def is_pod_failed(pod: dict[str, Any], job: dict[str, Any]) -> bool:
-    phase = (pod.get("status") or {}).get("phase")
-    if phase == "Failed":
-        return True
-    if only_replace_failed_pods(job):
-        return False
-    # a deleted pod that will never reach a phase counts as failed (TerminatingOrFailed)
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and phase != "Succeeded"
-
-
-def is_terminating(pod: dict[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and \
-        (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-
-
-def generate_name_with_index(job_name: str, index: int) -> str:
-    suffix = f"-{index}-"
-    prefix = job_name + suffix
-    if len(prefix) > 58:  # leave room for the 5 random characters within 63
-        prefix = job_name[:58 - len(suffix)] + suffix
-    return prefix
-
-
-def add_completion_index_env(template: dict[str, Any]) -> None:
-    """Expose the index to every container through the downward API, as upstream does."""
-    spec = template.setdefault("spec", {})
-    for key in ("initContainers", "containers"):
-        for c in spec.get(key) or ():
-            env = c.setdefault("env", [])
-            if any(e.get("name") == COMPLETION_INDEX_ENV for e in env):
-                continue
-            env.append({"name": COMPLETION_INDEX_ENV, "valueFrom": {"fieldRef": {
-                "apiVersion": "v1", "fieldPath": f"metadata.labels['{COMPLETION_INDEX}']"}}})
-
-
-def match_success_policy(policy: dict[str, Any] | None, completions: int, succeeded: Intervals) -> str | None:
-    if not policy or not succeeded:
-        return None
-    for index, rule in enumerate(policy.get("rules") or ()):
-        count = rule.get("succeededCount")
-        if rule.get("succeededIndexes") is not None:
-            required = parse_intervals(rule["succeededIndexes"], completions)
-            if not required:
-                continue
-            contained = sum(max(0, min(rl, sl) - max(rf, sf) + 1) for rf, rl in required for sf, sl in succeeded)
-            if contained == total_intervals(required) or (count is not None and contained >= count):
-                return f"Matched rules at index {index}"
-        elif count is not None and total_intervals(succeeded) >= count:
-            return f"Matched rules at index {index}"
-    return None
 
 
 class _FinalizerExpectations:
@@ -416,7 +122,7 @@ class _Ctx:
     succeeded_indexes: Intervals = field(default_factory=list)
     failed_indexes: Intervals | None = None
     delayed_deletion_per_index: dict[int, dict[str, Any]] = field(default_factory=dict)
-    new_backoff: _Backoff = field(default_factory=_Backoff)
+    new_backoff: BackoffRecord = field(default_factory=BackoffRecord)
 
 
 # ---- the controller -----------------------------------------------------------------------
@@ -433,7 +139,7 @@ class JobController(Controller):
     def setup(self) -> None:
         self.expectations = Expectations()
         self.finalizer_expectations = _FinalizerExpectations()
-        self.backoffs: dict[str, _Backoff] = {}
+        self.backoffs: dict[str, BackoffRecord] = {}
         self.jobs = self.ctx.informer("jobs")
         self.pods = self.ctx.informer("pods")
         self.jobs.add_handlers(on_add=self.enqueue, on_update=self._job_updated, on_delete=self._job_deleted)
@@ -528,8 +234,8 @@ class JobController(Controller):
         if is_job_finished(new):
             self._cleanup_pod_finalizers(new)  # a backstop: finished jobs hold no finalizers
         start = parse_time_or_none((new.get("status") or {}).get("startTime"))
-        ads = _spec(new).get("activeDeadlineSeconds")
-        if start is not None and ads is not None and ads != _spec(old).get("activeDeadlineSeconds"):
+        ads = job_spec(new).get("activeDeadlineSeconds")
+        if start is not None and ads is not None and ads != job_spec(old).get("activeDeadlineSeconds"):
             self.enqueue_after(new, max(0.0, start + ads - self.clock()))
 
     def _job_deleted(self, job: dict[str, Any]) -> None:
@@ -553,14 +259,14 @@ class JobController(Controller):
             self.finalizer_expectations.delete(key)
             self.backoffs.pop(key, None)
             return
-        managed_by = _spec(shared).get("managedBy")
+        managed_by = job_spec(shared).get("managedBy")
         if managed_by and managed_by != MANAGED_BY_DEFAULT:
             return  # an external controller owns this Job's status
         job = copy.deepcopy(shared)
         if is_job_finished(job):
             self.backoffs.pop(key, None)
             return
-        mode = _spec(job).get("completionMode") or "NonIndexed"
+        mode = job_spec(job).get("completionMode") or "NonIndexed"
         if mode not in ("NonIndexed", "Indexed"):
             self.recorder.event(job, "Warning", "UnknownCompletionMode",
                                 "Skipped Job sync because completion mode is unknown")
@@ -580,14 +286,14 @@ class JobController(Controller):
         active = len(active_pods)
         new_succeeded, new_failed = self._new_finished_pods(ctx)
         ctx.succeeded = int(status.get("succeeded") or 0) + len(new_succeeded) + len(ctx.uncounted_succeeded)
-        pfp = _spec(job).get("podFailurePolicy")
+        pfp = job_spec(job).get("podFailurePolicy")
         counted_failed = [p for p in new_failed if match_pod_failure_policy(pfp, p)[1]]
         ctx.failed = int(status.get("failed") or 0) + len(counted_failed) + len(ctx.uncounted_failed)
         if not status.get("startTime") and not is_suspended(job):
             status["startTime"] = format_time(now)
         ctx.new_backoff = new_backoff_record(self.backoffs.get(key), new_succeeded, new_failed)
 
-        exceeds_backoff = ctx.failed > int(_spec(job).get("backoffLimit", 6))
+        exceeds_backoff = ctx.failed > int(job_spec(job).get("backoffLimit", 6))
         met = find_condition(job, "SuccessCriteriaMet")
         ctx.finished_condition = met if met is not None and met.get("status") == "True" else None
         if ctx.finished_condition is None:
@@ -607,12 +313,12 @@ class JobController(Controller):
             elif self._past_active_deadline(job, now):
                 ctx.finished_condition = new_condition("FailureTarget", "True", "DeadlineExceeded",
                                                        "Job was active longer than specified deadline", now)
-            elif _spec(job).get("activeDeadlineSeconds") is not None and not is_suspended(job):
+            elif job_spec(job).get("activeDeadlineSeconds") is not None and not is_suspended(job):
                 start = parse_time_or_none(status.get("startTime")) or now
-                self.enqueue_after(key, max(0.0, start + int(_spec(job)["activeDeadlineSeconds"]) - now))
+                self.enqueue_after(key, max(0.0, start + int(job_spec(job)["activeDeadlineSeconds"]) - now))
 
         if is_indexed(job):
-            completions = int(_spec(job).get("completions") or 0)
+            completions = int(job_spec(job).get("completions") or 0)
             ctx.prev_succeeded_indexes = parse_intervals(status.get("completedIndexes"), completions)
             newly = {completion_index(p) for p in pods
                      if (p.get("status") or {}).get("phase") == "Succeeded" and has_tracking_finalizer(p)
@@ -622,7 +328,7 @@ class JobController(Controller):
             if has_backoff_limit_per_index(job):
                 ctx.failed_indexes = self._failed_indexes(job, pods, completions)
                 if ctx.finished_condition is None:
-                    max_failed = _spec(job).get("maxFailedIndexes")
+                    max_failed = job_spec(job).get("maxFailedIndexes")
                     nfailed = total_intervals(ctx.failed_indexes)
                     if max_failed is not None and nfailed > int(max_failed):
                         ctx.finished_condition = new_condition(
@@ -633,7 +339,7 @@ class JobController(Controller):
                                                                "Job has failed indexes", now)
                 ctx.delayed_deletion_per_index = self._pods_with_delayed_deletion(ctx, completions)
             if ctx.finished_condition is None:
-                msg = match_success_policy(_spec(job).get("successPolicy"), completions, ctx.succeeded_indexes)
+                msg = match_success_policy(job_spec(job).get("successPolicy"), completions, ctx.succeeded_indexes)
                 if msg is not None:
                     ctx.finished_condition = new_condition("SuccessCriteriaMet", "True", "SuccessPolicy", msg, now)
 
@@ -656,7 +362,7 @@ class JobController(Controller):
                 except Exception as e:  # still write status; surface the error afterwards
                     manage_error = e
                 manage_called = True
-            want_completions = _spec(job).get("completions")
+            want_completions = job_spec(job).get("completions")
             if want_completions is None:
                 # any success ends a work-queue Job, once the others have stopped
                 complete = ctx.succeeded > 0 and active == 0
@@ -696,7 +402,7 @@ class JobController(Controller):
 
     def _new_finished_pods(self, ctx: _Ctx) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Finished pods not yet in the status (they still hold the finalizer)."""
-        completions = int(_spec(ctx.job).get("completions") or 0)
+        completions = int(job_spec(ctx.job).get("completions") or 0)
         succeeded: list[dict[str, Any]] = []
         failed: list[dict[str, Any]] = []
         for p in ctx.pods:
@@ -713,7 +419,7 @@ class JobController(Controller):
         return succeeded, failed
 
     def _fail_job_message(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> str | None:
-        pfp = _spec(job).get("podFailurePolicy")
+        pfp = job_spec(job).get("podFailurePolicy")
         if not pfp:
             return None
         for p in pods:
@@ -725,7 +431,7 @@ class JobController(Controller):
 
     def _past_backoff_limit_on_failure(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
         """restartPolicy OnFailure retries in place: count container restarts instead of pods."""
-        tspec = (_spec(job).get("template") or {}).get("spec") or {}
+        tspec = (job_spec(job).get("template") or {}).get("spec") or {}
         if tspec.get("restartPolicy") != "OnFailure":
             return False
         restarts = 0
@@ -733,11 +439,11 @@ class JobController(Controller):
             if (p.get("status") or {}).get("phase") in ("Running", "Pending"):
                 for key in ("initContainerStatuses", "containerStatuses"):
                     restarts += sum(int(cs.get("restartCount") or 0) for cs in (p.get("status") or {}).get(key) or ())
-        limit = int(_spec(job).get("backoffLimit", 6))
+        limit = int(job_spec(job).get("backoffLimit", 6))
         return restarts > 0 if limit == 0 else restarts >= limit
 
     def _past_active_deadline(self, job: dict[str, Any], now: float) -> bool:
-        ads = _spec(job).get("activeDeadlineSeconds")
+        ads = job_spec(job).get("activeDeadlineSeconds")
         start = parse_time_or_none((job.get("status") or {}).get("startTime"))
         if ads is None or start is None or is_suspended(job):
             return False
@@ -745,15 +451,15 @@ class JobController(Controller):
 
     def _failed_indexes(self, job: dict[str, Any], pods: list[dict[str, Any]], completions: int) -> Intervals:
         prev = parse_intervals((job.get("status") or {}).get("failedIndexes"), completions)
-        limit = int(_spec(job)["backoffLimitPerIndex"])
-        pfp = _spec(job).get("podFailurePolicy")
+        limit = int(job_spec(job)["backoffLimitPerIndex"])
+        pfp = job_spec(job).get("podFailurePolicy")
         newly = set()
         for p in pods:
             ix = completion_index(p)
             if not (0 <= ix < completions) or not has_tracking_finalizer(p) or not is_pod_failed(p, job):
                 continue
             _, counts, action = match_pod_failure_policy(pfp, p)
-            if action == "FailIndex" or (counts and _int_annotation(p, INDEX_FAILURE_COUNT) >= limit):
+            if action == "FailIndex" or (counts and int_annotation(p, INDEX_FAILURE_COUNT) >= limit):
                 newly.add(ix)
         return with_indexes(prev, newly)
 
@@ -779,7 +485,7 @@ class JobController(Controller):
     # ---- manage: create and delete pods -----------------------------------------------------
     async def _manage(self, key: str, job: dict[str, Any], ctx: _Ctx) -> int:
         active = len(ctx.active_pods)
-        spec = _spec(job)
+        spec = job_spec(job)
         parallelism = int(spec.get("parallelism", 1))
         if is_suspended(job):
             to_delete = self._active_pods_for_removal(job, ctx.active_pods, active)
@@ -897,7 +603,7 @@ class JobController(Controller):
         rm: list[dict[str, Any]] = []
         left = list(pods)
         if is_indexed(job):
-            completions = int(_spec(job).get("completions") or 0)
+            completions = int(job_spec(job).get("completions") or 0)
             by_ix: dict[int, list[dict[str, Any]]] = {}
             left = []
             for p in pods:
@@ -1011,7 +717,7 @@ class JobController(Controller):
         status = job["status"]
         uncounted = status["uncountedTerminatedPods"]
         indexed = is_indexed(job)
-        completions = int(_spec(job).get("completions") or 0)
+        completions = int(job_spec(job).get("completions") or 0)
         pods = sorted(ctx.pods, key=completion_index) if indexed else ctx.pods
         with_finalizer = {p["metadata"]["uid"] for p in pods
                           if has_tracking_finalizer(p) and p["metadata"]["uid"] not in ctx.expected_rm_finalizers}
@@ -1020,7 +726,7 @@ class JobController(Controller):
         to_remove: list[dict[str, Any]] = []
         new_succeeded_ix: list[int] = []
         reached_max = False
-        pfp = _spec(job).get("podFailurePolicy")
+        pfp = job_spec(job).get("podFailurePolicy")
         finishing_failed = ctx.finished_condition is not None and ctx.finished_condition["type"] != "SuccessCriteriaMet"
         for pod in pods:
             uid = pod["metadata"]["uid"]
@@ -1143,7 +849,7 @@ class JobController(Controller):
         job, fc = ctx.job, ctx.finished_condition
         assert fc is not None
         if fc["type"] == "Complete":
-            completions = _spec(job).get("completions")
+            completions = job_spec(job).get("completions")
             if completions is not None and int(job["status"].get("succeeded") or 0) > int(completions):
                 self.recorder.event(job, "Warning", "TooManySucceededPods",
                                     "Too many succeeded pods running after completion count reached")
@@ -1170,7 +876,7 @@ class JobController(Controller):
                 return  # someone else's pod: not our finalizer to drop
             job = self._owner(pod, ref)
             if job is not None:
-                managed_by = _spec(job).get("managedBy")
+                managed_by = job_spec(job).get("managedBy")
                 if managed_by and managed_by != MANAGED_BY_DEFAULT:
                     return
                 if not is_job_finished(job):
@@ -1183,15 +889,15 @@ class JobController(Controller):
 
 
 def _abs_failures(pod: dict[str, Any]) -> int:
-    return _int_annotation(pod, INDEX_FAILURE_COUNT) + _int_annotation(pod, INDEX_IGNORED_FAILURE_COUNT)
+    return int_annotation(pod, INDEX_FAILURE_COUNT) + int_annotation(pod, INDEX_IGNORED_FAILURE_COUNT)
 
 
 def _new_index_failure_counts(job: dict[str, Any], replaced: dict[str, Any] | None) -> tuple[int, int]:
     if replaced is None:
         return 0, 0
-    fails = _int_annotation(replaced, INDEX_FAILURE_COUNT)
-    ignored = _int_annotation(replaced, INDEX_IGNORED_FAILURE_COUNT)
-    if match_pod_failure_policy(_spec(job).get("podFailurePolicy"), replaced)[1]:
+    fails = int_annotation(replaced, INDEX_FAILURE_COUNT)
+    ignored = int_annotation(replaced, INDEX_IGNORED_FAILURE_COUNT)
+    if match_pod_failure_policy(job_spec(job).get("podFailurePolicy"), replaced)[1]:
         fails += 1
     else:
         ignored += 1
