@@ -153,6 +153,9 @@ class APIServer:
         self.crds = crds.CRDManager(self)
         await self.crds.start()
         self.app = self._build_app()
+        from . import kubelet_proxy
+
+        self.app["pyk8s.kubelet_proxy"] = kubelet_proxy.make(self)
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         ssl_ctx = self._ssl_context() if cfg.tls else None
