@@ -7,6 +7,7 @@ WebSocket upgrades in one well-kept package); it is confined to this module and 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import socket
@@ -68,6 +69,11 @@ def _version_info() -> dict[str, str]:
     return {
         "major": major,
         "minor": minor,
+        # v1.33 reports its compatibility versions too (emulating itself, compatible with one minor back)
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": str(int(minor) - 1),
         "gitVersion": f"{KUBERNETES_VERSION}+pyk8s",
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
@@ -360,7 +366,8 @@ class APIServer:
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return web.Response(text="ok", content_type="text/plain")
         if path == "/version":
-            return web.json_response(_version_info())
+            # as upstream's WriteRawJSON: indented
+            return web.Response(text=json.dumps(_version_info(), indent=2), content_type="application/json")
         info = parse_path(path)
         if not info.prefix:
             self._authorize(user, info, m.lower() if m != "GET" else "get", path)
