@@ -177,9 +177,13 @@ class Client:
                 raise _status_error(r.status, await r.read())
             buf = b""
             async for chunk in r.content.iter_any():
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
+                if b"\n" not in chunk:
+                    buf += chunk
+                    continue
+                # One split per chunk: splitting off one line at a time copies the rest each time.
+                lines = (buf + chunk).split(b"\n")
+                buf = lines.pop()
+                for line in lines:
                     if line.strip():
                         yield orjson.loads(line)
 

@@ -31,7 +31,7 @@ from .podinfo import PodInfo, pod_info, pod_key
 from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, node_allocatable
 from .selectors import LabelSelector, Taint, node_taints, parse_go_int
 
-__all__ = ["LabelColumn", "NodeTable", "Cache", "CacheError"]
+__all__ = ["LabelColumn", "NodeTable", "ResourceMatrix", "Cache", "CacheError"]
 
 _FIXED = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 _SERIAL = itertools.count(1)
@@ -207,6 +207,103 @@ class PodColumns:
         return m
 
 
+class ResourceMatrix:
+    """Amounts per (resource column, node row): ``m[col]`` is a per-node vector, ``m[col, rows]`` a part.
+
+    The fixed resources (cpu, memory, ephemeral-storage, pods) are rows of one dense array. The
+    others (hugepages, extended resources) are kept sparse, ``{row: amount}`` per column, and a
+    vector is materialised (and then kept current) when a plugin reads it: a cluster may know
+    thousands of extended resources, each on a few nodes (scheduler_perf gives every node its
+    own), and dense columns would cost resources x nodes memory and a copy per new resource.
+    """
+
+    __slots__ = ("dense", "sparse", "row_cols", "_vec", "cap")
+
+    def __init__(self, dense: int, cap: int) -> None:
+        self.dense = np.zeros((dense, cap), dtype=np.int64)
+        self.sparse: list[dict[int, int]] = []
+        self.row_cols: dict[int, set[int]] = {}  # row -> sparse columns with an entry there
+        self._vec: dict[int, np.ndarray] = {}
+        self.cap = cap
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, tuple):
+            col, idx = key
+            return self.vector(col)[idx]
+        return self.vector(key)
+
+    def vector(self, col: int) -> np.ndarray:
+        nd = self.dense.shape[0]
+        if col < nd:
+            return self.dense[col]
+        v = self._vec.get(col)
+        if v is None:
+            v = np.zeros(self.cap, dtype=np.int64)
+            d = self.sparse[col - nd]
+            if d:
+                v[np.fromiter(d.keys(), np.int64, len(d))] = np.fromiter(d.values(), np.int64, len(d))
+            if len(self._vec) >= 64:  # bounded: each vector costs a row of node capacity
+                del self._vec[next(iter(self._vec))]
+            self._vec[col] = v
+        return v
+
+    def add_column(self) -> None:
+        self.sparse.append({})
+
+    def grow(self, cap: int) -> None:
+        d = np.zeros((self.dense.shape[0], cap), dtype=np.int64)
+        d[:, : self.cap] = self.dense
+        self.dense = d
+        self.cap = cap
+        self._vec.clear()
+
+    def _put(self, col: int, row: int, value: int) -> None:
+        nd = self.dense.shape[0]
+        d = self.sparse[col - nd]
+        if value:
+            d[row] = value
+            self.row_cols.setdefault(row, set()).add(col)
+        elif d.pop(row, None) is not None:
+            cols = self.row_cols.get(row)
+            if cols is not None:
+                cols.discard(col)
+                if not cols:
+                    del self.row_cols[row]
+        v = self._vec.get(col)
+        if v is not None:
+            v[row] = value
+
+    def set(self, col: int, row: int, value: int) -> None:
+        if col < self.dense.shape[0]:
+            self.dense[col, row] = value
+        else:
+            self._put(col, row, value)
+
+    def add(self, col: int, row: int, delta: int) -> None:
+        nd = self.dense.shape[0]
+        if col < nd:
+            self.dense[col, row] += delta
+        else:
+            self._put(col, row, self.sparse[col - nd].get(row, 0) + delta)
+
+    def clear_row(self, row: int) -> None:
+        self.dense[:, row] = 0
+        for col in list(self.row_cols.get(row, ())):
+            self._put(col, row, 0)
+
+    def move_row(self, src: int, dst: int) -> None:
+        """Row ``dst`` takes ``src``'s amounts; ``src`` is cleared."""
+        self.dense[:, dst] = self.dense[:, src]
+        self.dense[:, src] = 0
+        nd = self.dense.shape[0]
+        for col in list(self.row_cols.get(dst, ())):
+            self._put(col, dst, 0)
+        for col in list(self.row_cols.get(src, ())):
+            value = self.sparse[col - nd][src]
+            self._put(col, src, 0)
+            self._put(col, dst, value)
+
+
 class NodeTable:
     """Dense per-node arrays; see the module docstring."""
 
@@ -222,9 +319,9 @@ class NodeTable:
         self.res_names: list[str] = list(_FIXED)
         self.res_index: dict[str, int] = {r: i for i, r in enumerate(_FIXED)}
         r = len(_FIXED)
-        # Column-major (resource, node) so one resource over all nodes is a contiguous vector.
-        self.alloc = np.zeros((r, capacity), dtype=np.int64)
-        self.req = np.zeros((r, capacity), dtype=np.int64)
+        # Per resource, one vector over all nodes (see ResourceMatrix).
+        self.alloc = ResourceMatrix(r, capacity)
+        self.req = ResourceMatrix(r, capacity)
         self.nonzero = np.zeros((2, capacity), dtype=np.int64)  # cpu milli, memory bytes
         self.npods = np.zeros(capacity, dtype=np.int64)
         self.unschedulable = np.zeros(capacity, dtype=bool)
@@ -260,7 +357,9 @@ class NodeTable:
             b[..., : a.shape[-1]] = a
             return b
 
-        self.alloc, self.req, self.nonzero = g(self.alloc), g(self.req), g(self.nonzero)
+        self.alloc.grow(cap)
+        self.req.grow(cap)
+        self.nonzero = g(self.nonzero)
         self.npods, self.unschedulable, self.taint_set = g(self.npods), g(self.unschedulable), g(self.taint_set)
         for col in self._label_cols.values():
             col.codes = g(col.codes, -1)
@@ -273,9 +372,8 @@ class NodeTable:
             c = len(self.res_names)
             self.res_names.append(resource)
             self.res_index[resource] = c
-            pad = np.zeros((1, self._cap), dtype=np.int64)
-            self.alloc = np.vstack([self.alloc, pad])
-            self.req = np.vstack([self.req, pad])
+            self.alloc.add_column()
+            self.req.add_column()
             self.res_gen += 1
         return c
 
@@ -308,7 +406,7 @@ class NodeTable:
             self.taints.append(taints)
             self.pods.append({})
             self.images.append({})
-            self.req[:, i] = 0
+            self.req.clear_row(i)
             self.nonzero[:, i] = 0
             self.npods[i] = 0
             for key, col in self._label_cols.items():
@@ -330,9 +428,9 @@ class NodeTable:
         alloc = node_allocatable(node)
         for r in alloc:
             self.column(r)
-        self.alloc[:, i] = 0
+        self.alloc.clear_row(i)
         for r, v in alloc.items():
-            self.alloc[self.res_index[r], i] = v
+            self.alloc.set(self.res_index[r], i, v)
         self._set_images(i, name, node)
         return i
 
@@ -368,7 +466,9 @@ class NodeTable:
         self._set_images(i, name, {})
         last = self.n - 1
         if i != last:
-            for arr in (self.alloc, self.req, self.nonzero, self.npods, self.unschedulable, self.taint_set):
+            self.alloc.move_row(last, i)
+            self.req.move_row(last, i)
+            for arr in (self.nonzero, self.npods, self.unschedulable, self.taint_set):
                 arr[..., i] = arr[..., last]
             for col in self._label_cols.values():
                 col.codes[i] = col.codes[last]
@@ -378,6 +478,9 @@ class NodeTable:
             self.index[self.names[i]] = i
             for p in self.pods[i].values():  # the moved node's pods follow its row
                 self.pod_cols.row[self.pod_cols.index[p.key]] = i
+        else:
+            self.alloc.clear_row(last)
+            self.req.clear_row(last)
         for lst2 in (self.names, self.nodes, self.labels, self.taints, self.pods, self.images):
             lst2.pop()
         for col in self._label_cols.values():
@@ -422,7 +525,7 @@ class NodeTable:
             c = self.res_index.get(r)
             if c is None:
                 c = self.column(r)
-            self.req[c, i] += v
+            self.req.add(c, i, v)
         self.nonzero[0, i] += t.nonzero_cpu
         self.nonzero[1, i] += t.nonzero_memory
         self.npods[i] += 1
@@ -439,7 +542,7 @@ class NodeTable:
             return
         t = p.tmpl
         for r, v in t.requests.items():
-            self.req[self.res_index[r], i] -= v
+            self.req.add(self.res_index[r], i, -v)
         self.nonzero[0, i] -= t.nonzero_cpu
         self.nonzero[1, i] -= t.nonzero_memory
         self.npods[i] -= 1

@@ -47,8 +47,11 @@ class ActionType(enum.IntFlag):
     UPDATE_POD_TOLERATION = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
-    UPDATE = 4 | 8 | 16 | 32 | 64 | 128 | 256 | 512 | 1024 | 2048
-    ALL = 4095
+    # Any other pod change (upstream updatePodOther): only generic Pod/Update registrations see it,
+    # so e.g. the scheduler's own status patch does not wake plugins waiting for tolerations.
+    UPDATE_POD_OTHER = 4096
+    UPDATE = 4 | 8 | 16 | 32 | 64 | 128 | 256 | 512 | 1024 | 2048 | 4096
+    ALL = 8191
 
 
 # Resources as upstream names them in events.
@@ -148,6 +151,6 @@ def pod_update_actions(old: Mapping[str, Any], new: Mapping[str, Any]) -> Action
         if any(n.get(k, 0) < v for k, v in o.items()):
             a |= ActionType.UPDATE_POD_SCALE_DOWN
     if not a and old != new:
-        # Upstream falls back to a generic Update for other changes.
-        a = ActionType.UPDATE
+        # Upstream falls back to updatePodOther for other changes.
+        a = ActionType.UPDATE_POD_OTHER
     return a

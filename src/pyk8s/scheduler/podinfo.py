@@ -186,10 +186,37 @@ _TEMPLATES: OrderedDict[bytes, PodTemplate] = OrderedDict()
 _TEMPLATE_LIMIT = 8192
 
 
+# Volume sources that never influence scheduling (no claims, no attach limits, no topology).
+_INERT_VOLUMES = frozenset(("projected", "secret", "configMap", "downwardAPI", "emptyDir"))
+
+
+def _template_spec(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The spec without per-pod details that mean nothing to scheduling.
+
+    nodeName differs between otherwise identical pods and is read from the pod itself. The
+    ServiceAccount admission gives every pod its own ``kube-api-access-<random>`` volume and
+    mounts; left in, they would make each replica a template of its own.
+    """
+    vols = spec.get("volumes")
+    mounts = any("volumeMounts" in c for f in ("containers", "initContainers") for c in spec.get(f) or ())
+    if "nodeName" not in spec and not vols and not mounts:
+        return spec
+    out = {k: v for k, v in spec.items() if k != "nodeName"}
+    if vols:
+        kept = [v for v in vols if not set(v) - {"name"} <= _INERT_VOLUMES]
+        if kept:
+            out["volumes"] = kept
+        else:
+            out.pop("volumes", None)
+    if mounts:
+        for f in ("containers", "initContainers"):
+            if spec.get(f):
+                out[f] = [{k: v for k, v in c.items() if k != "volumeMounts"} for c in spec[f]]
+    return out
+
+
 def _template(namespace: str, labels: dict[str, str], spec: Mapping[str, Any]) -> PodTemplate:
-    # nodeName differs between otherwise identical pods and is read from the pod itself.
-    if "nodeName" in spec:
-        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    spec = _template_spec(spec)
     key = orjson.dumps((namespace, labels, spec), option=orjson.OPT_SORT_KEYS)
     t = _TEMPLATES.get(key)
     if t is not None:

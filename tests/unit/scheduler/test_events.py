@@ -54,7 +54,7 @@ def test_pod_update_actions():
                 ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED):
         assert acts & bit
     other = {**p, "status": {"phase": "Pending"}}
-    assert pod_update_actions(p, other) == ActionType.UPDATE
+    assert pod_update_actions(p, other) == ActionType.UPDATE_POD_OTHER
 
 
 NODE_ADD = ClusterEvent(NODE, ActionType.ADD)

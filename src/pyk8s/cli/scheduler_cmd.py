@@ -1,0 +1,94 @@
+"""`pyk8s scheduler`: run kube-scheduler as its own process against any API server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "scheduler",
+        help="run the scheduler against an API server (as kube-scheduler)",
+        description="Watch pods and nodes through the API and bind pending pods to nodes, "
+        "with the default v1.33 profile or the profiles of a KubeSchedulerConfiguration.",
+    )
+    p.add_argument("--kubeconfig", required=True, help="kubeconfig of the identity to act as")
+    p.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (YAML or JSON)")
+    p.add_argument("--leader-elect", default=True, action=argparse_bool(), nargs="?", const=True,
+                   help="take the kube-system/kube-scheduler Lease before scheduling (default true)")
+    p.add_argument("--parallel-binds", type=int, default=128, help="bindings in flight at most (default 128)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+
+
+def argparse_bool() -> Any:
+    """--flag, --flag=true, --flag=false, as Go's boolean flags."""
+    import argparse
+
+    class BoolAction(argparse.Action):
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+            if isinstance(values, str):
+                v = values.strip().lower()
+                if v not in ("true", "false", "1", "0"):
+                    parser.error(f"{option_string}: invalid boolean {values!r}")
+                values = v in ("true", "1")
+            setattr(namespace, self.dest, bool(values))
+
+    return BoolAction
+
+
+def load_config(path: str | None) -> dict[str, Any] | None:
+    if not path:
+        return None
+    import yaml
+
+    with open(path) as f:
+        cfg = yaml.safe_load(f)
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{path}: not a KubeSchedulerConfiguration")
+    return cfg
+
+
+async def _main(args: Any) -> int:
+    from ..client import Client
+    from ..scheduler.runner import SchedulerRunner
+
+    try:
+        config = load_config(args.config)
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-scheduler/pyk8s")
+        runner = SchedulerRunner(client, config, leader_elect=args.leader_elect, parallel_binds=args.parallel_binds)
+    except (OSError, ValueError) as e:
+        print(f"pyk8s scheduler: {e}", file=sys.stderr)
+        return 1
+    await runner.start()
+    print("pyk8s scheduler: running", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except NotImplementedError:  # pragma: no cover
+            pass
+    await stop.wait()
+    await runner.stop()
+    return 0
+
+
+def run(args: Any) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if args.v >= 4 else logging.INFO if args.v >= 1 else logging.WARNING,
+        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
+    )
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        return asyncio.run(_main(args))
+    except KeyboardInterrupt:
+        return 0
