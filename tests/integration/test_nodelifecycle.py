@@ -196,9 +196,13 @@ def test_silent_node_becomes_unknown_tainted_and_its_pods_evicted(cluster, kubel
         return p is None or bool(p["metadata"].get("deletionTimestamp"))
 
     wait_for(lambda: deleting("nl-zero"), what="nl-zero evicted at once")
-    t_taint = time.monotonic()
     wait_for(lambda: deleting("nl-two"), what="nl-two evicted after 2 s")
-    assert time.monotonic() - t_taint >= 1.0
+    from pyk8s.api.timefmt import parse_time
+
+    added = min(parse_time(t["timeAdded"]) for t in n["spec"]["taints"] if t["effect"] == "NoExecute")
+    two = get_or_none(cluster, f"{PODS}/nl-two")
+    evicted = [c for c in two["status"]["conditions"] if c["type"] == "DisruptionTarget"][0]["lastTransitionTime"]
+    assert parse_time(evicted) - added >= 1.0  # its 2 s of toleration ran first (timestamps have whole seconds)
     p = get_or_none(cluster, f"{PODS}/nl-zero")
     dt = [c for c in p["status"]["conditions"] if c["type"] == "DisruptionTarget"][0]
     assert (dt["reason"], dt["message"]) == ("DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
@@ -221,10 +225,16 @@ def test_silent_node_becomes_unknown_tainted_and_its_pods_evicted(cluster, kubel
 
 
 def test_not_ready_node_gets_not_ready_taints(cluster, kubelets):
+    # a ready neighbour: with every node not ready upstream stops NoExecute tainting altogether
+    if "nl-d-buddy" not in kubelets.active:
+        kubelets.add("nl-d-buddy")
     kubelets.add("nl-d")
     kubelets.post("nl-d", "False")  # a kubelet reporting NotReady (e.g. runtime down)
     nr = "node.kubernetes.io/not-ready"
-    wait_for(lambda: taints(cluster, "nl-d") == [(nr, "NoExecute"), (nr, "NoSchedule")], what="not-ready taints")
+    try:
+        wait_for(lambda: taints(cluster, "nl-d") == [(nr, "NoExecute"), (nr, "NoSchedule")], what="not-ready taints")
+    except AssertionError:
+        raise AssertionError(f"taints {taints(cluster, 'nl-d')}, conditions {conditions(cluster, 'nl-d')}") from None
     kubelets.post("nl-d", "True")
     wait_for(lambda: taints(cluster, "nl-d") == [], what="not-ready taints removed")
 
@@ -345,11 +355,13 @@ def test_controller_pods_on_a_lost_sim_node_are_replaced_elsewhere(cluster):
 
 
 def test_every_node_down_stops_noexecute_tainting(cluster, kubelets):
+    for n in ("nl-z1", "nl-z2"):
+        kubelets.add(n)
     for n in list(kubelets.active):
         kubelets.stop(n)
     nodes = [n["metadata"]["name"] for n in req(cluster, "GET", "/api/v1/nodes")["items"]]
-    wait_for(lambda: all(conditions(cluster, n).get("Ready", {}).get("status") != "True" for n in nodes),
-             timeout=20, what="all nodes not ready")
+    wait_for(lambda: all(conditions(cluster, n).get("Ready", {}).get("status") == "Unknown" for n in nodes),
+             timeout=20, what="all nodes unknown")
     # as upstream's "master disruption mode": no node keeps a NoExecute unreachable taint
-    wait_for(lambda: all((UNREACH, "NoExecute") not in taints(cluster, n) for n in nodes), what="NoExecute lifted")
-    assert all((UNREACH, "NoSchedule") in taints(cluster, n) for n in nodes)
+    wait_for(lambda: all((UNREACH, "NoExecute") not in taints(cluster, n) and (UNREACH, "NoSchedule") in taints(cluster, n)
+                         for n in nodes), what="NoExecute lifted, NoSchedule kept")
