@@ -281,7 +281,11 @@ class Kubelet:
 
     def api_pod_for(self, w: PodWorker) -> dict[str, Any] | None:
         if w.static:
-            return self.static.mirror_for(w.pod)
+            m = self.static.mirror_for(w.pod)
+            if m is None or m["metadata"].get("deletionTimestamp") or \
+                    (m["metadata"].get("annotations") or {}).get("kubernetes.io/config.mirror") != w.uid:
+                return None
+            return m
         return w.pod
 
     # ------------------------------------------------------------------ services for the workers

@@ -141,11 +141,10 @@ class StaticPods:
 
     def mirror_changed(self, pod: dict[str, Any]) -> None:
         md = pod["metadata"]
-        key = f"{md.get('namespace')}/{md['name']}"
-        if md.get("deletionTimestamp"):
-            self.mirrors.pop(key, None)
-            return
-        self.mirrors[key] = pod
+        self.mirrors[f"{md.get('namespace')}/{md['name']}"] = pod
+        uid = (md.get("annotations") or {}).get(CONFIG_MIRROR, "")
+        if uid in self.pods:
+            self.kl.pod_workers.wake(uid)  # its status goes to the (new) mirror
 
     def mirror_deleted(self, pod: dict[str, Any]) -> None:
         md = pod["metadata"]
@@ -160,9 +159,10 @@ class StaticPods:
             if w is None:
                 continue
             mirror = self.mirror_for(pod)
-            if mirror is not None and (mirror["metadata"].get("annotations") or {}).get(CONFIG_MIRROR) == uid:
+            if mirror is not None and (mirror["metadata"].get("annotations") or {}).get(CONFIG_MIRROR) == uid \
+                    and not mirror["metadata"].get("deletionTimestamp"):
                 continue
-            if mirror is not None:  # stale: made for another version of the manifest
+            if mirror is not None:  # being deleted, or made for another version of the manifest: replace it
                 await self._delete_mirror(mirror, mirror["metadata"].get("uid"))
             await self._create_mirror(pod)
 
