@@ -114,7 +114,9 @@ class CRDManager:
             def default(obj: dict[str, Any], _s=schema) -> None:
                 structural.apply_defaults(_s, obj)
 
-            def validate(obj: dict[str, Any], _s=schema, _ns=spec.get("scope", "Namespaced") == "Namespaced") -> list:
+            namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+
+            def validate(obj: dict[str, Any], _s=schema, _ns=namespaced) -> list:
                 errs = kindhooks.validate_generic(obj, _ns)
                 body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
                 sub = {k: v for k, v in _s.items()}

@@ -24,7 +24,7 @@ from .negotiation import Output, choose_output, parse_accept
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy
 from .selectors import build_predicate
-from .watchcache import ADDED, BOOKMARK, DELETED, TooOldError
+from .watchcache import ADDED, BOOKMARK, TooOldError
 
 __all__ = ["ResourceHandler"]
 
@@ -95,6 +95,21 @@ class ResourceHandler:
         if res.namespaced and info.namespace is None and (info.name or m in ("POST",)):
             raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
         ns = info.namespace if res.namespaced else None
+        if m == "GET" and res.virtual:
+            from . import virtual
+
+            if not virtual.readable(res) or (not info.name and (info.legacy_watch or _bool(q.get("watch")))):
+                raise E.new_method_not_supported(res.resource, "watch" if not info.name else "get", res.group)
+            obj, warnings = virtual.read(res, info.name or None)
+            if info.name:
+                return self.respond(obj, out, res, warnings=warnings)
+            if out.as_kind == "Table":
+                obj = tables.table_for(obj["items"], res, out, obj["metadata"], include_object=q.get("includeObject"))
+            body, ct = encode(obj, out)
+            resp = web.Response(body=body, headers={"Content-Type": ct})
+            for w in warnings:
+                resp.headers.add("Warning", warning_value(w))
+            return resp
         if m == "GET":
             if not info.name:
                 if info.legacy_watch or _bool(q.get("watch")):
@@ -326,7 +341,7 @@ class ResourceHandler:
             try:
                 items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, None, rev_n)
             except CompactedError:
-                raise E.new_resource_expired(f"The resourceVersion for the provided list is too old.") from None
+                raise E.new_resource_expired("The resourceVersion for the provided list is too old.") from None
             except FutureRevisionError as fe:
                 raise E.new_timeout(f"Too large resource version: {fe.requested}, current: {fe.current}", 1) from None
         else:
@@ -481,7 +496,7 @@ class _WatchEncoder:
         md: dict[str, Any] = {"resourceVersion": str(rev)}
         if initial_end:
             md["annotations"] = {"k8s.io/initial-events-end": "true"}
-        obj = {"kind": self.res.kind, "apiVersion": self.res.api_version, "metadata": md}
+        obj: dict[str, Any] = {"kind": self.res.kind, "apiVersion": self.res.api_version, "metadata": md}
         if self.out.as_kind == "Table":
             obj = {"kind": "Table", "apiVersion": f"meta.k8s.io/{self.out.version}", "metadata": md,
                    "columnDefinitions": None, "rows": None}

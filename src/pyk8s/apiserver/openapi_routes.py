@@ -28,10 +28,10 @@ def serve(server: Any, request: web.Request, path: str) -> web.StreamResponse:
         return web.Response(body=orjson.dumps(openapi.openapi_v3_index(reg)), content_type="application/json")
     if path.startswith("/openapi/v3/"):
         gv = path[len("/openapi/v3/"):]
-        body = openapi.openapi_v3_doc(reg, gv)
-        if body is None:
+        doc = openapi.openapi_v3_doc(reg, gv)
+        if doc is None:
             raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
-        resp = _bytes(request, body)
+        resp = _bytes(request, doc)
         if request.query.get("hash"):
             resp.headers["Cache-Control"] = "public, immutable"
         return resp

@@ -8,10 +8,9 @@ finalize flow) that live in strategies.py.
 
 from __future__ import annotations
 
-import copy
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -223,7 +222,7 @@ class RestStorage:
         res: Resource,
         namespace: str | None,
         name: str,
-        mutate: Callable[[dict[str, Any]], Any],
+        mutate: Callable[[dict[str, Any] | None], Any],
         ctx: RequestContext,
         *,
         subresource: str = "",

@@ -21,11 +21,10 @@ from aiohttp import web
 
 from .. import KUBERNETES_VERSION
 from ..api import errors as E
-from ..api.resources import Registry, Resource, builtin_registry
+from ..api.resources import Registry, builtin_registry
 from ..storage import Store, open_store
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response, warning_value
-from .negotiation import parse_accept
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
 from .watchcache import CacheSet
@@ -136,7 +135,7 @@ class APIServer:
         self.caches = CacheSet(self.store)
         embedded = hasattr(self.store, "_on_events")
         if embedded:
-            self.store._on_events = self.caches.on_events  # embedded store: caches follow every commit synchronously
+            self.store._on_events = self.caches.on_events  # type: ignore[attr-defined]  # embedded store: caches follow every commit synchronously
         if cfg.synchronous != "FULL" and hasattr(self.store, "synchronous"):
             self.store.synchronous = cfg.synchronous
         await self.store.start()
@@ -171,7 +170,7 @@ class APIServer:
         if cfg.port == 0:
             server = site._server  # the bound port, for tests that ask for any free port
             assert server is not None
-            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr,attr-defined]
         from . import bootstrap
 
         await bootstrap.run(self)
@@ -242,14 +241,11 @@ class APIServer:
     def sign_token(self, namespace: str, name: str, uid: str, audiences: list[str], expiration: int,
                    bound_pod: dict[str, Any] | None) -> tuple[str, str]:
         from .authn import issue_service_account_token
+        from .objectmeta import rfc3339_at
 
         token, exp = issue_service_account_token(self.pki.sa_private_key, namespace, name, uid, audiences, expiration,
                                                  bound_pod)
-        if isinstance(exp, (int, float)):
-            from .objectmeta import rfc3339_at
-
-            exp = rfc3339_at(exp)
-        return token, exp
+        return token, exp if isinstance(exp, str) else rfc3339_at(exp)
 
     def write_admin_kubeconfig(self, path: str) -> None:
         from .kubeconfig import write_kubeconfig

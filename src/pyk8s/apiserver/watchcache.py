@@ -11,10 +11,12 @@ as upstream closes watchers whose channel is full.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import time
 from collections import deque
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import orjson
 
@@ -79,7 +81,7 @@ class Watcher:
 
     def __init__(
         self,
-        cache: "ResourceCache",
+        cache: ResourceCache,
         namespace: str | None,
         predicate: Callable[[dict[str, Any]], bool] | None,
     ) -> None:
@@ -140,7 +142,7 @@ class Watcher:
                     await self.wakeup.wait()
                 else:
                     await asyncio.wait_for(self.wakeup.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return []
             if not self.pending and self.closed_reason is not None:
                 raise EOFError(self.closed_reason)
@@ -242,7 +244,7 @@ class ResourceCache:
         namespace: str | None,
         predicate: Callable[[dict[str, Any]], bool] | None,
         since: int,
-    ) -> tuple[Watcher, list[tuple[str, CacheEvent]]]:
+    ) -> tuple[Watcher, builtins.list[tuple[str, CacheEvent]]]:
         """A watcher for events after revision `since`, with the backlog it must replay first."""
         if since < self.oldest:
             raise TooOldError(since, self.oldest)

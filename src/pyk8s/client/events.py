@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..api.errors import StatusError
@@ -24,11 +23,11 @@ EVENTS = ("", "v1", "events")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _micro_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def object_reference(obj: dict[str, Any], field_path: str = "") -> dict[str, Any]:

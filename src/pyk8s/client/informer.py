@@ -7,9 +7,11 @@ any broken stream. Handlers run on the event loop in order; they must not block.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..api.errors import StatusError
 from .rest import GVR, Client, obj_key
@@ -64,12 +66,12 @@ class Informer:
     def get(self, key: str) -> dict[str, Any] | None:
         return self.store.get(key)
 
-    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+    def list(self, namespace: str | None = None) -> builtins.list[dict[str, Any]]:
         if namespace is None:
             return list(self.store.values())
         return self.by_index("namespace", namespace)
 
-    def by_index(self, name: str, value: str) -> list[dict[str, Any]]:
+    def by_index(self, name: str, value: str) -> builtins.list[dict[str, Any]]:
         keys = self.indices.get(name, {}).get(value, ())
         return [self.store[k] for k in keys if k in self.store]
 
@@ -137,7 +139,7 @@ class Informer:
         else:
             self._dispatch(1, old, obj)
 
-    def _replace(self, items: list[dict[str, Any]]) -> None:
+    def _replace(self, items: builtins.list[dict[str, Any]]) -> None:
         new_keys = set()
         for obj in items:
             key = obj_key(obj)
@@ -149,7 +151,7 @@ class Informer:
             self._apply("DELETED", self.store[key])
 
     async def _list(self) -> None:
-        items: list[dict[str, Any]] = []
+        items: builtins.list[dict[str, Any]] = []
         cont = None
         while True:
             page = await self.client.list(self.gvr, self.namespace, label_selector=self.label_selector,
@@ -174,7 +176,7 @@ class Informer:
                                                   timeout_seconds=random.randint(300, 600),
                                                   label_selector=self.label_selector,
                                                   field_selector=self.field_selector):
-                    typ, obj = ev.get("type"), ev.get("object") or {}
+                    typ, obj = str(ev.get("type")), ev.get("object") or {}
                     if typ == "ERROR":
                         if obj.get("code") == 410:
                             need_list = True

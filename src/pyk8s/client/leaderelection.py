@@ -11,8 +11,9 @@ import logging
 import socket
 import time
 import uuid
-from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from ..api.errors import StatusError
 from .rest import Client
@@ -23,7 +24,7 @@ LEASES = ("coordination.k8s.io", "v1", "leases")
 
 
 def _micro_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse(ts: str | None) -> float:
@@ -31,7 +32,7 @@ def _parse(ts: str | None) -> float:
         return 0.0
     ts = ts.rstrip("Z")
     fmt = "%Y-%m-%dT%H:%M:%S.%f" if "." in ts else "%Y-%m-%dT%H:%M:%S"
-    return datetime.strptime(ts, fmt).replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(ts, fmt).replace(tzinfo=UTC).timestamp()
 
 
 class LeaderElector:
@@ -96,7 +97,7 @@ class LeaderElector:
             await asyncio.sleep(self.retry_period)
         self.is_leader = True
         log.info("%s: became leader as %s", self.name, self.identity)
-        task = asyncio.create_task(lead())
+        task: asyncio.Future[Any] = asyncio.ensure_future(lead())
         try:
             last_renew = time.monotonic()
             while not task.done():

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
@@ -65,7 +66,7 @@ class Client:
         self._session: aiohttp.ClientSession | None = None
 
     @classmethod
-    def from_kubeconfig(cls, path: str, context: str | None = None, user_agent: str = "pyk8s", **kw: Any) -> "Client":
+    def from_kubeconfig(cls, path: str, context: str | None = None, user_agent: str = "pyk8s", **kw: Any) -> Client:
         from ..apiserver.kubeconfig import load_kubeconfig
 
         kc = load_kubeconfig(path, context)
@@ -102,7 +103,7 @@ class Client:
                     if r.status >= 400:
                         raise _status_error(r.status, raw)
                     return orjson.loads(raw) if raw else None
-            except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as e:
+            except (TimeoutError, aiohttp.ClientConnectionError) as e:
                 if attempt == retries:
                     raise StatusError(503, "ServiceUnavailable", f"cannot reach the API server: {e}") from e
                 await asyncio.sleep(delay)

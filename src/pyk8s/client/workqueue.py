@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 __all__ = ["RateLimitingQueue", "run_workers"]
 
