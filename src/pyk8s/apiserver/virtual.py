@@ -74,3 +74,31 @@ async def create(h: Any, request: web.Request, res: Resource, ns: str | None, ob
         out["status"] = {"resourceRules": rules[0], "nonResourceRules": rules[1], "incomplete": False}
         return out
     raise E.new_method_not_supported(res.resource, "create", res.group)
+
+
+# ---- readable virtual resources: componentstatuses -------------------------------------------
+
+# as upstream's componentstatus REST: the scheduler, the controller manager and each etcd server, probed live
+_COMPONENTS = ("scheduler", "controller-manager", "etcd-0")
+COMPONENT_STATUS_WARNING = "v1 ComponentStatus is deprecated in v1.19+"
+
+
+def _component_status(name: str) -> dict[str, Any]:
+    # every component runs in this process (or reports through the API): healthy while we answer
+    return {"kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": name},
+            "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]}
+
+
+def readable(res: Resource) -> bool:
+    """Whether GET on this virtual resource is served (rather than 405)."""
+    return res.group == "" and res.resource == "componentstatuses"
+
+
+def read(res: Resource, name: str | None) -> tuple[dict[str, Any], list[str]]:
+    """(object or list, warnings) for GET on a readable virtual resource."""
+    if name:
+        if name not in _COMPONENTS:
+            raise E.new_not_found(res.resource, name, res.group)
+        return _component_status(name), [COMPONENT_STATUS_WARNING]
+    return ({"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {},
+             "items": [_component_status(n) for n in _COMPONENTS]}, [COMPONENT_STATUS_WARNING])
