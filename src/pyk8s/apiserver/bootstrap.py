@@ -60,6 +60,72 @@ async def run(server: Any) -> None:
     except ImportError:  # pragma: no cover
         pass
     await _kubernetes_service(server)
+    try:
+        await _local_api_services(server)
+    except E.StatusError as e:  # informational objects: never keep the server from starting
+        log.error("bootstrap APIServices: %s", e.message)
+
+
+# groupPriorityMinimum / versionPriority of kube-apiserver's own group versions (its aggregator table)
+_API_SERVICE_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
+    ("", "v1"): (18000, 1),
+    ("apiregistration.k8s.io", "v1"): (18000, 15),
+    ("apps", "v1"): (17800, 15),
+    ("events.k8s.io", "v1"): (17750, 15),
+    ("authentication.k8s.io", "v1"): (17700, 15),
+    ("authorization.k8s.io", "v1"): (17600, 15),
+    ("autoscaling", "v2"): (17500, 30),
+    ("autoscaling", "v1"): (17500, 15),
+    ("batch", "v1"): (17400, 15),
+    ("certificates.k8s.io", "v1"): (17300, 15),
+    ("networking.k8s.io", "v1"): (17200, 15),
+    ("policy", "v1"): (17100, 15),
+    ("rbac.authorization.k8s.io", "v1"): (17000, 15),
+    ("storage.k8s.io", "v1"): (16800, 15),
+    ("admissionregistration.k8s.io", "v1"): (16700, 15),
+    ("apiextensions.k8s.io", "v1"): (16700, 15),
+    ("scheduling.k8s.io", "v1"): (16600, 15),
+    ("coordination.k8s.io", "v1"): (16500, 15),
+    ("node.k8s.io", "v1"): (16300, 15),
+    ("discovery.k8s.io", "v1"): (16200, 15),
+    ("flowcontrol.apiserver.k8s.io", "v1"): (16100, 21),
+    ("apps", "v1beta2"): (17800, 9),
+    ("apps", "v1beta1"): (17800, 1),
+    ("extensions", "v1beta1"): (17900, 1),
+}
+
+
+async def _local_api_services(server: Any) -> None:
+    """As kube-aggregator's autoregistration: one APIService per built-in group version, served locally."""
+    from .objectmeta import now_rfc3339
+
+    seen: set[tuple[str, str]] = set()
+    for r in server.registry.all():
+        gv = (r.group, r.version)
+        if r.crd is not None or gv in seen:
+            continue
+        seen.add(gv)
+        gp, vp = _API_SERVICE_PRIORITIES.get(gv, (1000, 15))
+        name = f"{r.version}.{r.group}"
+        await _ensure(server, "apiregistration.k8s.io", "apiservices", {
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name, "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
+            # group is omitempty upstream: the core group's APIService has none
+            "spec": {**({"group": r.group} if r.group else {}), "version": r.version, "groupPriorityMinimum": gp,
+                     "versionPriority": vp},
+        })
+        res = server.registry.get("apiregistration.k8s.io", "v1", "apiservices")
+        cur = await server.rest.get_current(res, None, name)
+        if cur is not None and not (cur.get("status") or {}).get("conditions"):
+            def available(c: dict[str, Any] | None) -> dict[str, Any]:
+                assert c is not None
+                c["status"] = {"conditions": [{"type": "Available", "status": "True", "reason": "Local",
+                                               "message": "Local APIServices are always available",
+                                               "lastTransitionTime": now_rfc3339()}]}
+                return c
+
+            await server.rest.update(res, None, name, available, RequestContext(field_manager="kube-apiserver"),
+                                     subresource="status", retry_on_conflict=True)
 
 
 async def _kubernetes_service(server: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from . import (
     admissionregistration,
     apiextensions,
+    apiregistration,
     apps,
     batch,
     certificates,
@@ -33,7 +34,7 @@ from . import (
 __all__ = ["register", "GROUP_VALIDATORS", "GROUP_UPDATE_VALIDATORS", "GROUP_STATUS_UPDATE_VALIDATORS"]
 
 _MODULES = (apps, batch, rbac, networking, storage, policy_autoscaling, scheduling, discovery, events, certificates,
-            admissionregistration, flowcontrol, apiextensions)
+            admissionregistration, flowcontrol, apiextensions, apiregistration)
 
 GROUP_VALIDATORS: dict[tuple[str, str], Callable[[dict[str, Any]], list[Any]]] = {}
 GROUP_UPDATE_VALIDATORS: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any]], list[Any]]] = {}
