@@ -74,6 +74,20 @@ def test_discovery_api_versions_and_resources(k_by_version, version):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_component_statuses_and_local_api_services(k_by_version, version):
+    k = _k(k_by_version, version)
+    r = k.run("get", "componentstatuses")
+    assert r.stderr == "Warning: v1 ComponentStatus is deprecated in v1.19+\n"
+    assert sorted(table(r.stdout)[1:]) == [["controller-manager", "Healthy", "ok"], ["etcd-0", "Healthy", "ok"],
+                                           ["scheduler", "Healthy", "ok"]]
+    rows = table(k.out("get", "apiservices"))
+    assert rows[0] == ["NAME", "SERVICE", "AVAILABLE", "AGE"]
+    by_name = {r[0]: r[1:3] for r in rows[1:]}
+    assert by_name["v1."] == ["Local", "True"] and by_name["v1.apps"] == ["Local", "True"]
+    assert {f"{v.split('/')[-1]}.{v.split('/')[0] if '/' in v else ''}" for v in UPSTREAM_API_VERSIONS} <= set(by_name)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_client_side_apply_diff_and_patches(k_by_version, version, tmp_path):
     k = _k(k_by_version, version)
     ns = ensure_ns(k)
