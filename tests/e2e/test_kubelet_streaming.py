@@ -43,7 +43,7 @@ from pyk8s.kubelet.images.store import ImageStore
 from pyk8s.kubelet.runtime.cni import CNI, bridge_conflist
 from pyk8s.kubelet.runtime.interface import ContainerConfig, SandboxConfig
 from pyk8s.kubelet.runtime.runc import RuncRuntime
-from pyk8s.kubelet.server import KubeletServer
+from pyk8s.kubelet.server import KubeletServer, runtime_pod_lookup, server_tls_context
 from pyk8s.kubelet.streaming import spdy
 from tests.cluster import Cluster, kubectl_binaries, raw_request
 from tests.conftest import require, require_binary
@@ -173,11 +173,8 @@ class World:
         }.items():
             open(os.path.join(d, f"{name}.crt"), "wb").write(crt)
             open(os.path.join(d, f"{name}.key"), "wb").write(key)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(os.path.join(d, "kubelet.crt"), os.path.join(d, "kubelet.key"))
-        ctx.load_verify_locations(self.ca_path)
-        ctx.verify_mode = ssl.CERT_OPTIONAL
-        self.server_ctx = ctx
+        self.server_ctx = server_tls_context(os.path.join(d, "kubelet.crt"), os.path.join(d, "kubelet.key"),
+                                             self.ca_path)
         self.admin_ctx = self.client_ctx(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
         self.node_ctx = self.client_ctx(os.path.join(d, "node.crt"), os.path.join(d, "node.key"))
         self.anon_ctx = self.client_ctx(None, None)
@@ -757,29 +754,30 @@ def test_kubectl_exec_tty(world, version):
     pid, fd = pty.fork()
     if pid == 0:  # child: kubectl on the pty
         os.execve(kubectl, [kubectl, "exec", "-it", POD, "-c", "static", "--", "sh", "-c",
-                            "stty size; read x; echo got:$x"], _env(world))
+                            "echo ready; read x; stty size; echo got:$x"], _env(world))
     try:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
         out = b""
         deadline = time.monotonic() + 30
         sent = False
+        status = None
         while time.monotonic() < deadline:
-            r, _, _ = select.select([fd], [], [], 0.5)
+            r, _, _ = select.select([fd], [], [], 0.2)
             if r:
                 try:
                     chunk = os.read(fd, 4096)
                 except OSError:
-                    break
-                if not chunk:
-                    break
+                    chunk = b""
                 out += chunk
-            if not sent and b"33 111" in out:
+                if not chunk:
+                    _, status = os.waitpid(pid, 0)
+                    pid = 0
+                    break
+            if not sent and b"ready" in out:
                 os.write(fd, b"typed\r")
                 sent = True
-        _, status = os.waitpid(pid, 0)
-        pid = 0
         assert b"33 111" in out and b"got:typed" in out, out
-        assert os.waitstatus_to_exitcode(status) == 0, out
+        assert status is not None and os.waitstatus_to_exitcode(status) == 0, out
     finally:
         if pid:
             with contextlib.suppress(OSError):
@@ -877,3 +875,75 @@ def test_kubectl_attach(world, version):
     finally:
         p.kill()
         p.wait(10)
+
+
+# ============================================================================ the official Python client, API errors
+
+
+def test_python_client_exec_and_portforward(world):
+    from kubernetes import client
+    from kubernetes.stream import portforward, stream
+
+    api = client.CoreV1Api(world.cluster.api_client())
+    out = stream(api.connect_get_namespaced_pod_exec, POD, NS, container="static",
+                 command=["sh", "-c", "echo from-python"], stderr=True, stdin=False, stdout=True, tty=False)
+    assert out == "from-python\n"
+    ws = stream(api.connect_get_namespaced_pod_exec, POD, NS, container="static", command=["sh", "-c", "exit 4"],
+                stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+    ws.run_forever(timeout=20)
+    assert ws.returncode == 4
+    # port-forward over WebSocket channels (the API's ?ports= becomes the kubelet's ?port=)
+    pf = portforward(api.connect_get_namespaced_pod_portforward, POD, NS, ports="9000")
+    try:
+        sock = pf.socket(9000)
+        sock.settimeout(10)
+        sock.sendall(b"python pf\n")
+        got = b""
+        while not got.endswith(b"\n"):
+            got += sock.recv(100)
+        assert got == b"python pf\n"
+        sock.close()
+    finally:
+        pf.close()
+
+
+def test_api_errors(world):
+    c = world.cluster
+    base = f"/api/v1/namespaces/{NS}/pods/{POD}"
+    r = raw_request(c, "GET", f"{base}/log?container=static&tailLines=-1")
+    assert r.status == 422 and r.json()["message"] == (
+        'PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0')
+    r = raw_request(c, "GET", f"{base}/log")
+    assert r.status == 400 and "a container name must be specified for pod web" in r.json()["message"]
+    r = raw_request(c, "GET", f"{base}/log?container=static&previous=true")
+    assert (r.status, r.json()["reason"]) == (400, "BadRequest")
+    assert r.json()["message"] == 'previous terminated container "static" in pod "web" not found'
+    r = raw_request(c, "GET", f"{base}/log?container=static&tailLines=2")
+    assert (r.status, r.body, r.headers["Content-Type"]) == (200, b"line 9\nline 10\n", "text/plain")
+    r = raw_request(c, "POST", f"{base}/exec?command=ls&stdout=true")
+    assert r.status == 400 and r.json()["message"] == (
+        "a container name must be specified for pod web, choose one of: [app static]")
+    # what the kubelet refuses reaches the client as the kubelet said it
+    r = raw_request(c, "POST", f"{base}/exec?command=ls&container=static&stdout=true")
+    assert r.status == 400 and r.body.startswith(b"unable to upgrade: missing upgrade headers")
+    # a pod on a node that is not there
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lost", "namespace": NS},
+           "spec": {"nodeName": "no-such-node", "automountServiceAccountToken": False,
+                    "containers": [{"name": "c", "image": "busybox:e2e"}]}}
+    assert raw_request(c, "POST", f"/api/v1/namespaces/{NS}/pods", pod).status == 201
+    try:
+        r = raw_request(c, "GET", f"/api/v1/namespaces/{NS}/pods/lost/log")
+        assert (r.status, r.json()["message"]) == (404, 'nodes "no-such-node" not found')
+    finally:
+        raw_request(c, "DELETE", f"/api/v1/namespaces/{NS}/pods/lost?gracePeriodSeconds=0")
+
+
+def test_runtime_pod_lookup(world):
+    """The lookup an agent can use: containers found through the runtime by the pod's UID."""
+    pod = {"metadata": {"name": POD, "namespace": NS, "uid": world.uid}, "spec": world.pod["spec"]}
+    lookup = runtime_pod_lookup(world.rt, lambda ns, name: pod if (ns, name) == (NS, POD) else None)
+    got = world.loop.run(lookup(NS, POD))
+    assert got[0] is pod
+    assert got[1]["app"] == world.current["app"] and got[1]["static"] == world.current["static"]
+    assert got[2] == {"app": world.previous["app"]}
+    assert world.loop.run(lookup(NS, "other")) is None

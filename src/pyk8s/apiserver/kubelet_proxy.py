@@ -83,7 +83,7 @@ class KubeletProxy:
     @staticmethod
     def kubelet_endpoint(node: dict[str, Any]) -> tuple[str, int]:
         status = node.get("status") or {}
-        addrs = {}
+        addrs: dict[str, str] = {}
         for a in status.get("addresses") or []:
             addrs.setdefault(a.get("type"), a.get("address"))
         host = next((addrs[t] for t in ADDRESS_PREFERENCE if addrs.get(t)), None)
@@ -259,12 +259,12 @@ class KubeletProxy:
                 body = await _read_body(reader, headers)
             finally:
                 await kubelet.close()
-            resp = web.Response(status=status, reason=reason, body=body)
+            refusal = web.Response(status=status, reason=reason, body=body)
             for k, v in headers:
                 if k.lower() in ("content-type", "x-accepted-stream-protocol-versions"):
-                    resp.headers.add(k, v)
-            resp.force_close()
-            return resp
+                    refusal.headers.add(k, v)
+            refusal.force_close()
+            return refusal
         keep = [(k, v) for k, v in headers if k.lower() in UPGRADE_RESPONSE_HEADERS]
         resp, client = await hijack(request, keep)
 

@@ -57,6 +57,48 @@ def default_authorize(cert: dict[str, Any]) -> bool:
     return "system:masters" in groups
 
 
+def server_tls_context(cert_file: str, key_file: str, client_ca_file: str) -> ssl.SSLContext:
+    """A serving context that asks for (and verifies against `client_ca_file`) a client certificate."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(cert_file, key_file)
+    ctx.load_verify_locations(cafile=client_ca_file)
+    ctx.verify_mode = ssl.CERT_OPTIONAL  # /healthz stays reachable without one; everything else checks
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def runtime_pod_lookup(runtime: ContainerRuntime,
+                       get_pod: Callable[[str, str], dict[str, Any] | None | Awaitable[dict[str, Any] | None]]
+                       ) -> Callable[[str, str], Awaitable[PodLookupResult | None]]:
+    """A pod_lookup from what the runtime runs: the pod object from `get_pod`, its containers found by the
+    pod UID their sandboxes carry; per name the newest attempt is current and the one before it previous."""
+
+    async def lookup(namespace: str, name: str) -> PodLookupResult | None:
+        pod = get_pod(namespace, name)
+        if inspect.isawaitable(pod):
+            pod = await pod
+        if pod is None:
+            return None
+        uid = (pod.get("metadata") or {}).get("uid")
+        by_name: dict[str, list[Any]] = {}
+        for sb in await runtime.list_sandboxes():
+            if sb.config.uid != uid:
+                continue
+            for c in await runtime.list_containers(sb.id):
+                by_name.setdefault(c.name, []).append(c)
+        current: dict[str, str] = {}
+        previous: dict[str, str] = {}
+        for cname, found in by_name.items():
+            found.sort(key=lambda c: (c.attempt, c.created_at), reverse=True)
+            current[cname] = found[0].id
+            if len(found) > 1:
+                previous[cname] = found[1].id
+        return pod, current, previous
+
+    return lookup
+
+
 class KubeletServer:
     def __init__(self, runtime: ContainerRuntime, pod_lookup: PodLookup, tls_context: ssl.SSLContext | None,
                  port: int = 10250, *, host: str = "0.0.0.0",
@@ -95,7 +137,7 @@ class KubeletServer:
         if self.port == 0:
             server = site._server
             assert server is not None
-            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         log.info("kubelet server listening on %s:%d", self.host, self.port)
 
     async def stop(self) -> None:
@@ -248,9 +290,16 @@ class KubeletServer:
             return web.Response(status=500, text=f'container not found ("{container}")')
         if verb == "exec":
             try:
-                argv = self.runtime.exec_command(cid, cmd, opts.tty)
+                self.runtime.exec_command(cid, cmd, opts.tty)  # fails early (500) where the runtime cannot exec
             except (NotImplementedError, RuntimeError_) as e:
                 return web.Response(status=500, text=f"error executing command in container: {e}")
+            sized = "console_size" in inspect.signature(self.runtime.exec_command).parameters
+
+            def argv_for(size: tuple[int, int] | None) -> list[str]:
+                # a runtime that takes the initial terminal size starts the command at it (no 0x0 window)
+                if sized and size is not None:
+                    return self.runtime.exec_command(cid, cmd, opts.tty, console_size=size)  # type: ignore[call-arg]
+                return self.runtime.exec_command(cid, cmd, opts.tty)
         else:
             try:
                 log_path = self.runtime.container_log_path(cid)
@@ -264,7 +313,7 @@ class KubeletServer:
         self._active.add(streams)
         try:
             if verb == "exec":
-                status = await RC.run_command(argv, streams, cmd)
+                status = await RC.run_command(argv_for, streams, cmd)
             else:
                 status = await RC.run_attach(streams, log_path, lambda: self._running(cid))  # type: ignore[arg-type]
             await streams.write_status(status)

@@ -84,6 +84,12 @@ class WSChannels:
     def writer(self, channel: int) -> ChannelWriter:
         return ChannelWriter(self, channel)
 
+    def abandon(self, channel: int) -> None:
+        """Nobody reads `channel` any more: drop what arrives on it instead of holding up the connection."""
+        q = self.queues.pop(channel, None)
+        while q is not None and not q.empty():
+            q.get_nowait()
+
     async def _read_loop(self) -> None:
         try:
             async for msg in self.ws:

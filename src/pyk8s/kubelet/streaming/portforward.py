@@ -193,6 +193,8 @@ async def serve_spdy(session: spdy.Session, dial: Dialer, describe: str, creatio
                 await err.close()
             with contextlib.suppress(Exception):
                 await data.close()
+            data.abandon()
+            err.abandon()
             pairs.pop(rid, None)
 
     async def expire(rid: str) -> None:
@@ -314,12 +316,13 @@ async def serve_websocket(ws: web.WebSocketResponse, ports: list[int], dial: Dia
             data_r = mux.reader(2 * i)
             data_w = mux.writer(2 * i)
             msg = await forward(port, dial, data_r.read, data_w.write, data_w.close, describe)
+            mux.abandon(2 * i)
             if msg:
                 with contextlib.suppress(Exception):
                     await mux.send(2 * i + 1, msg.encode())
 
-        work = asyncio.gather(*(one(i, p) for i, p in enumerate(ports)))
-        closed = asyncio.ensure_future(mux.closed.wait())
+        work: asyncio.Future[Any] = asyncio.gather(*(one(i, p) for i, p in enumerate(ports)))
+        closed: asyncio.Future[Any] = asyncio.ensure_future(mux.closed.wait())
         await asyncio.wait({work, closed}, return_when=asyncio.FIRST_COMPLETED)
         if not work.done():
             work.cancel()

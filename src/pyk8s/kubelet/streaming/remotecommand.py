@@ -41,6 +41,7 @@ STATUS_JSON_PROTOCOLS = {ch.V5, ch.V4, ch.V4_BASE64, "v4.channel.k8s.io"}
 RESIZE_PROTOCOLS = {ch.V5, ch.V4, ch.V4_BASE64, "v4.channel.k8s.io", "v3.channel.k8s.io"}
 
 EXIT_GRACE = 2.0  # how long output may keep flowing after the process exited (a background child holding it)
+INITIAL_SIZE_WAIT = 0.5  # how long a TTY command waits for the client's first terminal size
 
 
 class Reader(Protocol):
@@ -155,6 +156,7 @@ class SPDYStreams(Streams):
 
     async def finish(self) -> None:
         for s in self.by_type.values():
+            s.abandon()
             with contextlib.suppress(Exception):
                 await s.close()
         await self.session.close()
@@ -265,29 +267,43 @@ def _make_controlling_tty() -> None:  # runs in the child between fork and exec
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
-async def _pump_resize(reader: Reader, apply: Callable[[int, int], None]) -> None:
-    """Resize events are a stream of JSON objects {"Width": w, "Height": h}, split or joined across frames."""
-    dec = json.JSONDecoder()
-    buf = ""
-    while True:
-        data = await reader.read()
-        if not data:
-            return
-        buf += data.decode("utf-8", "replace")
-        while True:
-            buf = buf.lstrip()
-            if not buf:
-                break
-            try:
-                obj, end = dec.raw_decode(buf)
-            except ValueError:
-                break
-            buf = buf[end:]
-            if isinstance(obj, dict):
-                with contextlib.suppress(Exception):
-                    w, h = int(obj.get("Width", 0)), int(obj.get("Height", 0))
-                    if w > 0 and h > 0:
-                        apply(w, h)
+class ResizeEvents:
+    """Terminal sizes from the resize stream: JSON objects {"Width": w, "Height": h}, split or joined across frames."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self._dec = json.JSONDecoder()
+        self._buf = ""
+        self._ready: list[tuple[int, int]] = []
+
+    async def next(self) -> tuple[int, int] | None:
+        """The next (width, height); None once the stream ended."""
+        while not self._ready:
+            data = await self.reader.read()
+            if not data:
+                return None
+            self._buf += data.decode("utf-8", "replace")
+            while True:
+                self._buf = self._buf.lstrip()
+                if not self._buf:
+                    break
+                try:
+                    obj, end = self._dec.raw_decode(self._buf)
+                except ValueError:
+                    break
+                self._buf = self._buf[end:]
+                if isinstance(obj, dict):
+                    with contextlib.suppress(TypeError, ValueError):
+                        w, h = int(obj.get("Width", 0)), int(obj.get("Height", 0))
+                        if w > 0 and h > 0:
+                            self._ready.append((w, h))
+        return self._ready.pop(0)
+
+
+async def _pump_resize(events: ResizeEvents, apply: Callable[[int, int], None]) -> None:
+    while (size := await events.next()) is not None:
+        with contextlib.suppress(OSError):
+            apply(*size)
 
 
 async def _copy_out(read: Callable[[], Awaitable[bytes]], writer: Writer | None) -> None:
@@ -336,22 +352,36 @@ class _PtyMaster:
 
     async def _ready(self, add: Callable[..., Any], remove: Callable[[int], Any]) -> None:
         fut: asyncio.Future[None] = self.loop.create_future()
-        add(self.fd, lambda: fut.done() or fut.set_result(None))
+        add(self.fd, lambda: None if fut.done() else fut.set_result(None))
         try:
             await fut
         finally:
             remove(self.fd)
 
 
-async def run_command(argv: list[str], streams: Streams, display_cmd: list[str]) -> dict[str, Any]:
-    """Run `argv` wired to the client's streams; the Status to report."""
+async def run_command(argv_for: Callable[[tuple[int, int] | None], list[str]], streams: Streams,
+                      display_cmd: list[str]) -> dict[str, Any]:
+    """Run the command wired to the client's streams; the Status to report.
+
+    `argv_for(console_size)` gives the argv; for a TTY the client's first terminal size (kubectl sends it
+    at once) is awaited briefly first, so the command can start at the right size.
+    """
     opts = streams.opts
     master = -1
+    events = ResizeEvents(streams.resize) if opts.tty and streams.resize is not None else None
+    size: tuple[int, int] | None = None
+    if events is not None:
+        with contextlib.suppress(TimeoutError):
+            size = await asyncio.wait_for(events.next(), INITIAL_SIZE_WAIT)
+    try:
+        argv = argv_for(size)
+    except Exception as e:  # noqa: BLE001 - reported to the client like upstream's exec errors
+        return internal_error_status(f"error executing command in container: {e}")
     try:
         if opts.tty:
             master, slave = os.openpty()
             _tty.setraw(slave)  # the container's terminal does the line discipline; ours passes bytes through
-            _set_winsize(slave, 80, 24)
+            _set_winsize(slave, *(size or (80, 24)))
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
@@ -378,9 +408,9 @@ async def run_command(argv: list[str], streams: Streams, display_cmd: list[str])
             outputs.append(loop.create_task(_copy_out(pty.read, streams.stdout)))
             if streams.stdin is not None:
                 tasks.append(loop.create_task(_copy_in(streams.stdin, pty.write, None)))
-            if streams.resize is not None:
+            if events is not None:
                 # the kernel signals SIGWINCH to the terminal's foreground group (runc passes it on)
-                tasks.append(loop.create_task(_pump_resize(streams.resize, lambda w, h: _set_winsize(master, w, h))))
+                tasks.append(loop.create_task(_pump_resize(events, lambda w, h: _set_winsize(master, w, h))))
         else:
             if proc.stdout is not None:
                 outputs.append(loop.create_task(_copy_out(lambda: proc.stdout.read(65536), streams.stdout)))  # type: ignore[union-attr]
@@ -429,16 +459,20 @@ def _signal(proc: asyncio.subprocess.Process, sig: int) -> None:
         os.killpg(proc.pid, sig)
 
 
-async def _copy_in(reader: Reader, write: Callable[[bytes], Awaitable[None]],
+async def _copy_in(reader: Reader, write: Callable[[bytes], Awaitable[None]] | None,
                    close: Callable[[], object] | None) -> None:
     try:
         while True:
             data = await reader.read()
             if not data:
                 break
-            await write(data)
-    except (ConnectionError, OSError):
-        pass
+            if write is not None:
+                try:
+                    await write(data)
+                except (ConnectionError, OSError):
+                    # the command stopped reading: keep consuming the client's input so it cannot hold up
+                    # the connection the other streams share
+                    write = None
     finally:
         if close is not None:
             with contextlib.suppress(Exception):

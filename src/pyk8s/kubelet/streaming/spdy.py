@@ -44,6 +44,7 @@ CANCEL = 5
 INTERNAL_ERROR = 6
 
 MAX_DATA = 32 * 1024  # what we put in one DATA frame (the protocol allows 16 MiB)
+STREAM_BUFFER = 1024 * 1024  # unread bytes per stream before we stop reading the connection
 
 
 def _dictionary() -> bytes:
@@ -219,6 +220,10 @@ class Stream:
         self.id = stream_id
         self.headers = headers
         self._data: asyncio.Queue[bytes] = asyncio.Queue()
+        self._buffered = 0
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self.abandoned = False  # nobody reads this stream any more: what arrives is dropped
         self.remote_closed = False
         self.local_closed = False
         self.reset_by_peer = False
@@ -231,8 +236,11 @@ class Stream:
     def _on_data(self, data: bytes, fin: bool) -> None:
         if self.remote_closed:
             return
-        if data:
+        if data and not self.abandoned:
             self._data.put_nowait(data)
+            self._buffered += len(data)
+            if self._buffered > STREAM_BUFFER:
+                self._drained.clear()
         if fin:
             self.remote_closed = True
             self._data.put_nowait(b"")
@@ -240,6 +248,7 @@ class Stream:
     def _on_reset(self) -> None:
         self.reset_by_peer = True
         self.local_closed = True
+        self._drained.set()
         if not self.remote_closed:
             self.remote_closed = True
             self._data.put_nowait(b"")
@@ -247,7 +256,19 @@ class Stream:
     async def read(self) -> bytes:
         if self.remote_closed and self._data.empty():
             return b""
-        return await self._data.get()
+        data = await self._data.get()
+        self._buffered -= len(data)
+        if self._buffered <= STREAM_BUFFER:
+            self._drained.set()
+        return data
+
+    def abandon(self) -> None:
+        """Stop buffering what the peer still sends on this stream (it would hold up the whole connection)."""
+        self.abandoned = True
+        while not self._data.empty():
+            self._data.get_nowait()
+        self._buffered = 0
+        self._drained.set()
 
     async def write(self, data: bytes) -> None:
         if self.local_closed:
@@ -340,6 +361,9 @@ class Session:
             s = self.streams.get(f.stream_id)
             if s is not None:
                 s._on_data(f.payload, bool(f.flags & FLAG_FIN))
+                # A reader that falls behind stops us reading the connection, as spdystream's unbuffered
+                # channels do: SPDY here has no per-stream flow control to push back with.
+                await s._drained.wait()
             return
         if f.type == SYN_STREAM:
             if len(f.payload) < 10:
