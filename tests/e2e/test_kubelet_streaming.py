@@ -521,6 +521,9 @@ def test_exec_errors(world):
         assert st == 400 and body.startswith(b"unable to upgrade: missing upgrade headers")
         st, hdrs, body = await spdy_connect(world, "POST", f"{base}/static?command=ls&stdout=1", ["v9.channel.k8s.io"])
         assert st == 403 and b"unable to negotiate protocol" in body
+        with pytest.raises(aiohttp.WSServerHandshakeError) as ei:
+            await ws_session(world, f"{base}/static?command=ls&stdout=1", ["v9.channel.k8s.io"])
+        assert ei.value.status == 403
         # a command that is not there: runc's complaint on stderr and its exit code
         path = f"{base}/static?" + q(command=["/no/such"], stdout="1", stderr="1")
         s, ws = await ws_session(world, path, ["v5.channel.k8s.io"])
@@ -926,6 +929,18 @@ def test_api_errors(world):
     # what the kubelet refuses reaches the client as the kubelet said it
     r = raw_request(c, "POST", f"{base}/exec?command=ls&container=static&stdout=true")
     assert r.status == 400 and r.body.startswith(b"unable to upgrade: missing upgrade headers")
+    # a pod the kubelet does not run: its refusal, through the API server, after kubectl's WebSocket->SPDY fallback
+    ghost = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ghost", "namespace": NS},
+             "spec": {"nodeName": world.node, "automountServiceAccountToken": False,
+                      "containers": [{"name": "c", "image": "busybox:e2e"}]}}
+    assert raw_request(c, "POST", f"/api/v1/namespaces/{NS}/pods", ghost).status == 201
+    try:
+        r = c.kubectl("exec", "ghost", "--", "true", check=False, timeout=30)
+        assert r.returncode == 1 and "pod does not exist" in r.stderr, r.stderr
+        r = c.kubectl("logs", "ghost", check=False, timeout=30)
+        assert r.returncode == 1 and 'pods "ghost" not found' in r.stderr, r.stderr
+    finally:
+        raw_request(c, "DELETE", f"/api/v1/namespaces/{NS}/pods/ghost?gracePeriodSeconds=0")
     # a pod on a node that is not there
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lost", "namespace": NS},
            "spec": {"nodeName": "no-such-node", "automountServiceAccountToken": False,

@@ -33,7 +33,7 @@ from .streaming import logs as L
 from .streaming import portforward as PF
 from .streaming import remotecommand as RC
 from .streaming import spdy
-from .streaming.channels import PORTFORWARD_PROTOCOLS
+from .streaming.channels import EXEC_PROTOCOLS, PORTFORWARD_PROTOCOLS, protocol_refusal
 
 log = logging.getLogger("pyk8s.kubelet.server")
 
@@ -260,6 +260,9 @@ class KubeletServer:
 
     async def _open_streams(self, request: web.Request, opts: RC.Options) -> tuple[web.StreamResponse, RC.Streams | None]:
         if RC.is_websocket(request):
+            why = protocol_refusal(request.headers.get("Sec-WebSocket-Protocol", ""), EXEC_PROTOCOLS)
+            if why:
+                return web.Response(status=403, text=why), None
             ws, streams = await RC.open_websocket(request, opts)
             return ws, streams
         protocol, err = RC.negotiate_spdy(request, RC.SPDY_PROTOCOLS)
@@ -366,6 +369,9 @@ class KubeletServer:
                     raise ValueError('query parameter "port" is required')
             except ValueError as e:
                 return web.Response(status=400, text=str(e))
+            why = protocol_refusal(request.headers.get("Sec-WebSocket-Protocol", ""), PORTFORWARD_PROTOCOLS)
+            if why:
+                return web.Response(status=403, text=why)
             ws = web.WebSocketResponse(protocols=PORTFORWARD_PROTOCOLS, autoping=True)
             await ws.prepare(request)
             log.debug("portForward %s/%s over websocket %s", ns, name, ws.ws_protocol or "")

@@ -32,6 +32,17 @@ EXEC_PROTOCOLS = (V5, V4, V4_BASE64, V1, V1_BASE64)
 PORTFORWARD_PROTOCOLS = (V4, V4_BASE64, V1, V1_BASE64)
 
 
+def protocol_refusal(offered_header: str, supported: tuple[str, ...]) -> str | None:
+    """Why a WebSocket handshake offering these subprotocols is refused (upstream answers 403), or None.
+
+    Offering none is fine (the binary channel protocol without a name)."""
+    offered = [p.strip() for p in offered_header.split(",") if p.strip()]
+    if not offered or any(p in supported for p in offered):
+        return None
+    return (f"requested protocol(s) are not supported: [{' '.join(offered)}]; "
+            f"supports [{' '.join(('', *supported))}]")
+
+
 class ChannelReader:
     def __init__(self, queue: asyncio.Queue[bytes]) -> None:
         self._q = queue
