@@ -375,7 +375,9 @@ class APIServer:
         if res is None:
             raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
         q = request.query
-        if m == "GET":
+        if m == "GET" and info.subresource in ("exec", "attach", "portforward"):
+            verb = "create"  # WebSocket upgrades arrive as GET; upstream (1.31+) authorizes them as create
+        elif m == "GET":
             if info.name:
                 verb = "get"
             else:
