@@ -135,10 +135,9 @@ def test_client_side_apply_diff_and_patches(k_by_version, version, tmp_path):
     assert r.stderr == "error: 'stage' already has a value (a), and --overwrite is false\n"
     assert kn("label", "deploy", "web", "stage=b", "--overwrite").stdout == "deployment.apps/web labeled\n"
     assert kn("label", "deploy", "web", "stage-").stdout == "deployment.apps/web unlabeled\n"
-    assert kn("annotate", "deploy", "web", "note=hi").stdout == "deployment.apps/web annotated\n"
-    # (kubectl 1.27 itself words a removal "annotate")
-    assert kn("annotate", "deploy", "web", "note-").stdout == \
-        ("deployment.apps/web annotate\n" if k.minor == 27 else "deployment.apps/web annotated\n")
+    annotated = "deployment.apps/web annotate\n" if k.minor == 27 else "deployment.apps/web annotated\n"
+    assert kn("annotate", "deploy", "web", "note=hi").stdout == annotated  # (kubectl 1.27 itself says "annotate")
+    assert kn("annotate", "deploy", "web", "note-").stdout == annotated
     assert kn("scale", "deploy", "web", "--replicas=1").stdout == "deployment.apps/web scaled\n"
     assert kn("set", "image", "deploy/web", "nginx=nginx:1.27").stdout == "deployment.apps/web image updated\n"
     d = k.json("-n", ns, "get", "deploy", "web")
