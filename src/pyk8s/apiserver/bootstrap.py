@@ -91,7 +91,7 @@ _API_SERVICE_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("flowcontrol.apiserver.k8s.io", "v1"): (16100, 21),
     ("apps", "v1beta2"): (17800, 9),
     ("apps", "v1beta1"): (17800, 1),
-    ("extensions", "v1beta1"): (17900, 1),
+    ("extensions", "v1beta1"): (100, 1),  # served for old manifests only: behind every other group
 }
 
 

@@ -57,6 +57,23 @@ class Discovery:
             self._cache[key] = c = (gen, body, etag)
         return c[1], c[2]
 
+    def _ordered_groups(self) -> list[str]:
+        """Named groups in upstream's /apis order: by groupPriorityMinimum (highest first), then name;
+        custom resource groups after the built-in ones, the deprecated workload groups last."""
+        from .bootstrap import _API_SERVICE_PRIORITIES
+
+        def key(ig: tuple[int, str]) -> tuple[int, int, int, str]:
+            i, g = ig
+            rs = self.registry.resources_in(g, (self.registry.versions(g) or [""])[0])
+            if rs and all(r.deprecated_replacement for r in rs):
+                return (2, 0, i, g)
+            prio = max((p for (grp, _), (p, _) in _API_SERVICE_PRIORITIES.items() if grp == g), default=None)
+            if prio is None:
+                return (1, 0, i, g)  # custom resource groups: in the order they were registered
+            return (0, -prio, 0, g)
+
+        return [g for _, g in sorted(((i, g) for i, g in enumerate(self.registry.groups()) if g), key=key)]
+
     # ---- legacy -------------------------------------------------------------------------
     def api_versions(self, server_address: str) -> dict[str, Any]:
         return {"kind": "APIVersions", "versions": ["v1"],
@@ -72,7 +89,7 @@ class Discovery:
         return {"name": g, "versions": gvs, "preferredVersion": gvs[0]}
 
     def api_group_list(self) -> dict[str, Any]:
-        groups = [x for g in self.registry.groups() if g for x in [self._group(g)] if x]
+        groups = [x for g in self._ordered_groups() for x in [self._group(g)] if x]
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
     def api_group(self, g: str) -> dict[str, Any] | None:
@@ -141,7 +158,7 @@ class Discovery:
 
     def aggregated(self, legacy: bool, version: str) -> dict[str, Any]:
         items = []
-        groups = [""] if legacy else [g for g in self.registry.groups() if g]
+        groups = [""] if legacy else self._ordered_groups()
         for g in groups:
             versions = []
             for v in self.registry.versions(g):
