@@ -78,7 +78,7 @@ class Agent:
     def start(self, timeout: float = 60.0) -> Agent:
         cmd = [sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", self.cluster.kubeconfig,
                "--node-name", self.name, "--data-dir", self.data_dir, "--cni-bridge", self.bridge,
-               "--runc-root", self.runc_root, "--v", "1", *self.extra]
+               "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1", *self.extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),
                                      env=dict(os.environ, PYTHONUNBUFFERED="1"))
         deadline = time.monotonic() + timeout
@@ -164,7 +164,10 @@ class Env:
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         ns = (obj.get("metadata") or {}).get("namespace") or "default"
-        plural = {"Pod": "pods", "ConfigMap": "configmaps", "Secret": "secrets", "Service": "services"}[obj["kind"]]
+        if obj["kind"] == "PersistentVolume":
+            return self.api("POST", "/api/v1/persistentvolumes", obj)
+        plural = {"Pod": "pods", "ConfigMap": "configmaps", "Secret": "secrets", "Service": "services",
+                  "PersistentVolumeClaim": "persistentvolumeclaims"}[obj["kind"]]
         return self.api("POST", f"/api/v1/namespaces/{ns}/{plural}", obj)
 
     def delete_pod(self, name: str, grace: int | None = None, ns: str = "default") -> None:
@@ -306,6 +309,12 @@ def force_cleanup(data: str, bridge: str, runc_root: str) -> None:
     for mp in sorted(mounts, key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], capture_output=True)
     subprocess.run(["ip", "link", "del", bridge], capture_output=True)
+    rules = subprocess.run(["iptables", "-t", "nat", "-S", "POSTROUTING"], capture_output=True, text=True).stdout
+    for line in rules.splitlines():  # the kubelet's node-wide masquerade rule for this bridge
+        if f"pyk8s {bridge} pod network masquerade" in line:
+            import shlex
+
+            subprocess.run(["iptables", "-t", "nat", "-D", *shlex.split(line)[1:]], capture_output=True)
     if os.path.isdir(runc_root):
         for cid in os.listdir(runc_root):
             subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)

@@ -42,10 +42,12 @@ def test_init_containers_and_sidecars(env):
     work = [{"name": "work", "mountPath": "/work"}]
     env.create(busybox_pod("init", "", initContainers=[
         container("i1", "sleep 3; echo one > /work/i1", volumeMounts=work),
-        container("side", "echo side-up > /work/side; while true; do sleep 1; done", restartPolicy="Always",
+        container("side", "trap 'exit 0' TERM; echo side-up > /work/side; while true; do sleep 0.2; done",
+                  restartPolicy="Always",
                   volumeMounts=work),
         container("i2", "cat /work/i1 /work/side", volumeMounts=work),
-    ], containers=[container("main", "echo main-start; sleep 3600", volumeMounts=work)],
+    ], containers=[container("main", "trap 'exit 0' TERM; echo main-start; while true; do sleep 0.2; done",
+                             volumeMounts=work)],
         volumes=[{"name": "work", "emptyDir": {}}]))
     env.create(busybox_pod("initfail", "", restartPolicy="Never",
                            initContainers=[container("bad", "exit 7")], containers=[container("c", "sleep 3600")]))
@@ -102,6 +104,36 @@ def test_probes(env):
     assert any(r == "Unhealthy" and m.startswith("Liveness probe failed") for r, m in evs)
     assert any(r == "Unhealthy" and m.startswith("Readiness probe failed: cat: can't open '/tmp/ready'")
                for r, m in [(e["reason"], e["message"]) for e in env.events("ready")])
+
+
+def test_grpc_probe(env):
+    import concurrent.futures
+
+    grpc = pytest.importorskip("grpc")
+    state = {"status": 1}  # grpc.health.v1 SERVING
+
+    def check(_req: bytes, _ctx: object) -> bytes:
+        return bytes([0x08, state["status"]])
+
+    handler = grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+        "Check": grpc.unary_unary_rpc_method_handler(check, request_deserializer=lambda b: b,
+                                                     response_serializer=lambda b: b)})
+    server = grpc.server(concurrent.futures.ThreadPoolExecutor(2))
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("0.0.0.0:0")
+    server.start()
+    try:
+        # a host-network pod: the probe goes to the node's address, where this test serves the health API
+        env.create(busybox_pod("grpc", "sleep 3600", hostNetwork=True, containers=[container(
+            "c", "sleep 3600", readinessProbe={"grpc": {"port": port}, "periodSeconds": 1, "failureThreshold": 1})]))
+        env.wait_pod("grpc", lambda p: condition(p, "Ready").get("status") == "True", 20, what="gRPC ready")
+        state["status"] = 2
+        env.wait_pod("grpc", lambda p: condition(p, "Ready").get("status") == "False", 20, what="gRPC not ready")
+        assert ("Unhealthy", 'Readiness probe failed: service unhealthy (responded with "NOT_SERVING")') in \
+            [(e["reason"], e["message"]) for e in env.events("grpc")]
+    finally:
+        env.delete_pod("grpc", 0)
+        server.stop(0)
 
 
 def test_hooks_and_graceful_termination(env, tmp_path):

@@ -31,6 +31,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cluster-dns", default="10.96.0.10", help="cluster DNS server IPs, comma separated")
     p.add_argument("--cluster-domain", default="cluster.local", help="cluster domain (default cluster.local)")
     p.add_argument("--pod-manifest-path", default=None, help="static pod manifests (default <data-dir>/manifests)")
+    p.add_argument("--file-check-frequency", type=float, default=20.0,
+                   help="seconds between checks of the static pod manifest directory (default 20)")
     p.add_argument("--eviction-hard", default=None,
                    help="hard eviction thresholds (default memory.available<100Mi,nodefs.available<10%%,"
                         "imagefs.available<15%%,nodefs.inodesFree<5%%)")
@@ -79,7 +81,7 @@ def _client(args: Any) -> Any:
 
 
 async def _agent(args: Any) -> int:
-    from ..kubelet.agent import Kubelet, KubeletConfig
+    from ..kubelet.agent import Kubelet, KubeletConfig, use_cheap_subprocesses
     from ..kubelet.eviction import DEFAULT_HARD
     from ..kubelet.node import parse_labels, parse_taints
 
@@ -93,11 +95,12 @@ async def _agent(args: Any) -> int:
             eviction_hard=DEFAULT_HARD if args.eviction_hard is None else args.eviction_hard,
             eviction_transition=args.eviction_pressure_transition_period,
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
-            runtime=args.runtime or "", cni_bridge=args.cni_bridge,
+            static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
             runc_root=args.runc_root)
     except ValueError as e:
         print(f"pyk8s agent: {e}", file=sys.stderr)
         return 2
+    use_cheap_subprocesses()
     client = _client(args)
     kl = Kubelet(client, cfg)
     try:
@@ -127,12 +130,7 @@ def run(args: argparse.Namespace) -> int:
         level=logging.DEBUG if args.v >= 4 else logging.INFO if args.v >= 1 else logging.WARNING,
         format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
     )
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:  # pragma: no cover
-        pass
+    # a plain asyncio loop on purpose (no uvloop): see kubelet.agent.use_cheap_subprocesses
     try:
         return asyncio.run(_agent(args))
     except KeyboardInterrupt:

@@ -277,7 +277,6 @@ class NodeManager:
             },
             "images": [{"names": [*i.repo_digests, *i.names], "sizeBytes": i.size} for i in imgs],
             "runtimeHandlers": [{"name": "", "features": {"recursiveReadOnlyMounts": False, "userNamespaces": False}}],
-            "config": {},
         }
 
     @staticmethod

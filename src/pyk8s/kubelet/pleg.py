@@ -1,8 +1,9 @@
-"""The pod lifecycle event generator: relists the runtime every second and wakes pods whose containers changed.
+"""The pod lifecycle event generator: watches the runtime's containers and wakes pods whose containers changed.
 
-It also indexes sandboxes and containers by pod UID, which is how a restarted kubelet's
-pod workers find (and adopt) what is already running, and how housekeeping finds
-containers of pods nobody knows any more.
+Every second it re-reads the containers that can still change (not yet exited); every
+ten seconds, and at start, it relists everything. It also indexes sandboxes and
+containers by pod UID, which is how a restarted kubelet's pod workers find (and adopt)
+what is already running, and how housekeeping finds containers of pods nobody knows.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ log = logging.getLogger("pyk8s.kubelet.pleg")
 
 
 class PLEG:
-    def __init__(self, runtime: Any, on_change: Callable[[str], None], period: float = 1.0) -> None:
+    def __init__(self, runtime: Any, on_change: Callable[[str], None], period: float = 1.0,
+                 full_period: float = 10.0) -> None:
         self.runtime = runtime
         self.on_change = on_change
         self.period = period
+        self.full_period = full_period
         self.sandboxes: dict[str, set[str]] = {}  # uid -> sandbox ids
         self.containers: dict[str, set[str]] = {}  # uid -> container ids
         self._states: dict[str, tuple[str, str]] = {}  # container id -> (uid, state)
@@ -37,6 +40,7 @@ class PLEG:
             self.sandboxes.setdefault(uid, set()).add(sandbox_id)
         if container_id:
             self.containers.setdefault(uid, set()).add(container_id)
+            self._states.setdefault(container_id, (uid, "created"))
 
     def forget(self, uid: str) -> None:
         self.sandboxes.pop(uid, None)
@@ -63,22 +67,56 @@ class PLEG:
             states[c.id] = (uid, c.state)
             if self._states.get(c.id) != (uid, c.state):
                 changed.add(uid)
-        for cid, (uid, _) in self._states.items():
+        for cid, (uid, _state) in self._states.items():
             if cid not in states:
-                changed.add(uid)
+                try:  # created while we listed? keep it; otherwise it is gone
+                    st = await self.runtime.container_status(cid)
+                    states[cid] = (uid, st.state)
+                    containers.setdefault(uid, set()).add(cid)
+                except Exception:  # noqa: BLE001 - NotFound
+                    changed.add(uid)
+        for uid, sids in self.sandboxes.items():
+            for sid in sids - sandboxes.get(uid, set()):
+                with contextlib.suppress(Exception):
+                    await self.runtime.sandbox_status(sid)
+                    sandboxes.setdefault(uid, set()).add(sid)
         self.sandboxes, self.containers, self._states = sandboxes, containers, states
         self.relisted.set()
         for uid in changed:
             self.on_change(uid)
 
+    async def recheck(self) -> None:
+        """Re-read only the containers that may still change state (exited ones never do)."""
+        from .runtime.interface import EXITED, NotFound
+
+        for cid, (uid, state) in list(self._states.items()):
+            if state == EXITED:
+                continue
+            try:
+                st = await self.runtime.container_status(cid)
+                new = st.state
+            except NotFound:
+                self._states.pop(cid, None)
+                self.on_change(uid)
+                continue
+            if new != state and cid in self._states:
+                self._states[cid] = (uid, new)
+                self.on_change(uid)
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="pleg")
 
     async def _run(self) -> None:
+        last_full = asyncio.get_running_loop().time()
         while True:
             await asyncio.sleep(self.period)
             try:
-                await self.relist()
+                now = asyncio.get_running_loop().time()
+                if now - last_full >= self.full_period:
+                    last_full = now
+                    await self.relist()
+                else:
+                    await self.recheck()
             except asyncio.CancelledError:
                 raise
             except Exception:

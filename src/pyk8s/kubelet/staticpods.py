@@ -88,6 +88,7 @@ class StaticPods:
         self._files: dict[str, tuple[float, int, str | None]] = {}  # path -> (mtime, size, uid)
         self.mirrors: dict[str, dict[str, Any]] = {}  # "ns/name" -> mirror pod from the API
         self._task: asyncio.Task[None] | None = None
+        self._kick = asyncio.Event()
         self.scanned = asyncio.Event()
 
     # ---- manifests
@@ -145,6 +146,8 @@ class StaticPods:
         uid = (md.get("annotations") or {}).get(CONFIG_MIRROR, "")
         if uid in self.pods:
             self.kl.pod_workers.wake(uid)  # its status goes to the (new) mirror
+        if md.get("deletionTimestamp"):
+            self._kick.set()  # someone deleted the mirror: replace it now
 
     def mirror_deleted(self, pod: dict[str, Any]) -> None:
         md = pod["metadata"]
@@ -152,6 +155,7 @@ class StaticPods:
         cur = self.mirrors.get(key)
         if cur is not None and cur["metadata"].get("uid") == md.get("uid"):
             del self.mirrors[key]
+            self._kick.set()
 
     async def ensure_mirrors(self) -> None:
         for uid, pod in list(self.pods.items()):
@@ -209,7 +213,9 @@ class StaticPods:
                 raise
             except Exception:
                 log.exception("static pods")
-            await asyncio.sleep(self.interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), self.interval)
+            self._kick.clear()
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -264,6 +264,7 @@ class VolumeManager:
         self.get_pv = get_pv
         self.allocatable = allocatable
         self.api_audience = api_audience
+        self._tmpfs: set[str] = set()
 
     def pod_dir(self, uid: str) -> str:
         return os.path.join(self.root, uid)
@@ -295,9 +296,10 @@ class VolumeManager:
             ed = v.get("emptyDir") or {}
             new = not os.path.isdir(d)
             os.makedirs(d, exist_ok=True)
-            if ed.get("medium") == "Memory" and not is_mountpoint(d):
+            if ed.get("medium") == "Memory" and not self._mounted(d):
                 size = parse_quantity(ed["sizeLimit"]).to_int() if ed.get("sizeLimit") else _pod_memory_limit(pod)
                 _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0777{f',size={size}' if size else ''}")
+                self._tmpfs.add(d)
                 new = True
             if new:
                 os.chmod(d, 0o777)
@@ -346,9 +348,19 @@ class VolumeManager:
     def _tmpfs_dir(self, uid: str, plugin: str, name: str) -> str:
         d = self._vol_dir(uid, plugin, name)
         os.makedirs(d, exist_ok=True)
-        if not is_mountpoint(d):
+        if not self._mounted(d):
             _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+            self._tmpfs.add(d)
         return d
+
+    def _mounted(self, d: str) -> bool:
+        """Whether `d` is a mount point; remembered, since every sync asks and mountinfo grows with the pods."""
+        if d in self._tmpfs:
+            return True
+        if is_mountpoint(d):
+            self._tmpfs.add(d)
+            return True
+        return False
 
     async def _configmap_payload(self, pod: dict[str, Any], src: dict[str, Any], default_mode: int) -> dict[str, tuple[bytes, int]]:
         name = src.get("name", "")
@@ -462,6 +474,7 @@ class VolumeManager:
     def teardown(self, uid: str) -> None:
         """Unmount every tmpfs of the pod and remove its directory."""
         d = self.pod_dir(uid)
+        self._tmpfs = {m for m in self._tmpfs if not m.startswith(d + "/")}
         if not os.path.isdir(d):
             return
         for mp in sorted(_mounts_under(d), key=len, reverse=True):

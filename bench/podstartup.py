@@ -1,0 +1,166 @@
+"""Pod startup latency on one real node (runc), against upstream's SLO.
+
+Upstream's SLI (sig-scalability, "pod startup latency"): from pod creation to all its
+containers reported started, as observed through a watch, for stateless pods whose
+images are present; its SLO: p99 <= 5 s. Here: a `pyk8s server` (API server, controllers,
+scheduler) and one `pyk8s agent` (the kubelet, runc, CNI bridge) on this machine; this
+process creates BENCH_PODSTARTUP_PODS (default 100) busybox pods at once and watches.
+Also reported: the kubelet process's memory per running pod, and the per-container shims'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+from .report import percentile, row
+
+N_PODS = int(os.environ.get("BENCH_PODSTARTUP_PODS", "100"))
+NS = "default"
+SLO_P99 = 5.0
+
+
+def _rss_kib(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return float(next(line.split()[1] for line in f if line.startswith("VmRSS:")))
+    except (OSError, StopIteration):
+        return 0.0
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return (int(parts[11]) + int(parts[12]) + int(parts[13]) + int(parts[14])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _shim_rss_kib(runc_root_marker: str) -> tuple[float, int]:
+    """Total RSS and count of the per-container shims of this node (their command line names its runc root)."""
+    total, n = 0.0, 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"shim.py" in cmd and runc_root_marker.encode() in cmd:
+            total += _rss_kib(int(pid))
+            n += 1
+    return total, n
+
+
+def _pod(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"startup-{i:03d}", "namespace": NS, "labels": {"bench": "podstartup"}},
+            "spec": {"terminationGracePeriodSeconds": 5, "containers": [{
+                "name": "c", "image": "busybox:e2e", "imagePullPolicy": "IfNotPresent",
+                "command": ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]}]}}
+
+
+def _started(p: dict[str, Any]) -> bool:
+    cs = (p.get("status") or {}).get("containerStatuses") or []
+    return bool(cs) and all((c.get("state") or {}).get("running") and c.get("started") for c in cs)
+
+
+async def run(env: Any) -> dict[str, Any]:
+    from pyk8s.client import Client
+
+    c = Client.from_kubeconfig(env.cluster.kubeconfig, pool_size=N_PODS + 8, timeout=120)
+    pods = ("", "v1", "pods")
+    created: dict[str, float] = {}
+    started: dict[str, float] = {}
+    done = asyncio.Event()
+    rv = (await c.list(pods, NS))["metadata"]["resourceVersion"]
+
+    async def watch() -> None:
+        async for ev in c.watch(pods, NS, rv, timeout_seconds=300, label_selector="bench=podstartup"):
+            obj = ev.get("object") or {}
+            name = (obj.get("metadata") or {}).get("name", "")
+            if ev.get("type") in ("ADDED", "MODIFIED") and name not in started and _started(obj):
+                started[name] = time.time()
+                if len(started) == N_PODS:
+                    done.set()
+                    return
+
+    agent_pid = env.agent.proc.pid
+    server_pid = env.cluster.proc.pid
+    rss_before = _rss_kib(agent_pid)
+    cpu0 = (_cpu_s(agent_pid), _cpu_s(server_pid), os.times())
+    w = asyncio.create_task(watch())
+    await asyncio.sleep(0.3)
+
+    async def create(i: int) -> None:
+        p = _pod(i)
+        created[p["metadata"]["name"]] = time.time()
+        await c.create(pods, p, NS)
+
+    t0 = time.time()
+    await asyncio.gather(*(create(i) for i in range(N_PODS)))
+    t_created = time.time() - t0
+    try:
+        await asyncio.wait_for(done.wait(), 300)
+    finally:
+        w.cancel()
+    t_all = time.time() - t0
+    tm = os.times()
+    cpu = (_cpu_s(agent_pid) - cpu0[0], _cpu_s(server_pid) - cpu0[1],
+           tm.user + tm.system - cpu0[2].user - cpu0[2].system)
+    await asyncio.sleep(2)  # let the kubelet settle (status writes) before measuring memory
+    rss_after = _rss_kib(agent_pid)
+    shim_kib, shims = _shim_rss_kib(env.runc_root)
+    lat = [started[n] - created[n] for n in started]
+    await c.close()
+    return {"lat": lat, "created_s": t_created, "all_s": t_all, "rss_before": rss_before, "rss_after": rss_after,
+            "shim_kib": shim_kib, "shims": shims, "cpu": cpu}
+
+
+def main() -> None:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from pyk8s.kubelet.runtime.choose import runc_unusable_reason
+
+    reason = runc_unusable_reason()
+    if reason:
+        print(f"  skipped: runc cannot run pods here ({reason})")
+        return
+    from tests.e2e.kubelet_harness import Env
+
+    env = Env(tempfile.mkdtemp(prefix="pyk8s-bench-podstartup-"), ["--max-pods", str(max(110, N_PODS + 10))])
+    try:
+        env.start()
+        r = asyncio.run(run(env))
+    finally:
+        if os.environ.get("BENCH_PODSTARTUP_AGENT_LOG"):
+            with open(os.environ["BENCH_PODSTARTUP_AGENT_LOG"], "w") as f:
+                f.write("".join(env.agent.output))
+        env.stop()
+    lat = r["lat"]
+    print(f"  ({N_PODS} busybox pods created at once on one node, image present; {os.cpu_count()} cores; "
+          "server and kubelet are separate processes; latency = creation to all containers started, seen by a watch)")
+    row("pod startup latency p50", percentile(lat, 50), "s", SLO_P99, "upstream SLO p99 5 s", higher_is_better=False)
+    row("pod startup latency p90", percentile(lat, 90), "s", SLO_P99, "upstream SLO p99 5 s", higher_is_better=False)
+    row("pod startup latency p99", percentile(lat, 99), "s", SLO_P99, "upstream SLO p99 5 s", higher_is_better=False)
+    row("pod startup latency max", max(lat), "s")
+    row(f"creating the {N_PODS} pods (client side)", r["created_s"], "s")
+    row(f"all {N_PODS} pods started", r["all_s"], "s")
+    row("kubelet CPU (with runc, CNI, shims it waited for)", r["cpu"][0], "s")
+    row("server CPU (API server, controllers, scheduler)", r["cpu"][1], "s")
+    row("bench client CPU", r["cpu"][2], "s")
+    per_pod = (r["rss_after"] - r["rss_before"]) / max(1, N_PODS)
+    row("kubelet RSS before the pods", r["rss_before"] / 1024, "MiB")
+    row(f"kubelet RSS with {N_PODS} pods running", r["rss_after"] / 1024, "MiB")
+    row("kubelet memory per running pod", per_pod, "KiB")
+    if r["shims"]:
+        row(f"container shim RSS per container ({r['shims']} shims)", r["shim_kib"] / r["shims"], "KiB")
+
+
+if __name__ == "__main__":
+    main()
