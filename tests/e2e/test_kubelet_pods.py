@@ -27,7 +27,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.time
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     requirements()
-    e = Env(str(tmp_path_factory.mktemp("kubelet-pods")))
+    e = Env(str(tmp_path_factory.mktemp("kubelet-pods")),
+            ["--node-labels", "e2e.pyk8s.io/role=test,team=kubelet",
+             "--register-with-taints", "e2e.pyk8s.io/soft=yes:PreferNoSchedule"])
     try:
         e.start()
         yield e
@@ -39,6 +41,8 @@ def test_node_registration_status_and_lease(env):
     n = env.node_obj()
     md, st = n["metadata"], n["status"]
     assert md["labels"]["kubernetes.io/hostname"] == env.node and md["labels"]["kubernetes.io/os"] == "linux"
+    assert md["labels"]["e2e.pyk8s.io/role"] == "test" and md["labels"]["team"] == "kubelet"
+    assert {"key": "e2e.pyk8s.io/soft", "value": "yes", "effect": "PreferNoSchedule"} in n["spec"]["taints"]
     cidr = ipaddress.ip_network(n["spec"]["podCIDR"])
     assert cidr.prefixlen == 24 and str(cidr).startswith(env.net + ".")
     info = st["nodeInfo"]

@@ -140,7 +140,9 @@ def test_node_pressure_eviction(env):
         # the scheduler keeps pods off the tainted node; one bound directly is turned away by the kubelet
         env.create(busybox_pod("rejected", "sleep 3600", nodeName=env.node))
         r = env.wait_pod("rejected", lambda p: p["status"].get("phase") == "Failed", 20)
-        assert (r["status"]["reason"], r["status"]["message"]) == ("Evicted", "The node had condition: [MemoryPressure]. ")
+        assert (r["status"]["reason"], r["status"]["message"]) == \
+            ("Evicted", "Pod was rejected: The node had condition: [MemoryPressure]. ")
+        assert "containerStatuses" not in r["status"]
     finally:
         env.agent.stop()
         env.agent.extra = []

@@ -224,8 +224,9 @@ class PodWorker:
             if rejected is not None:
                 reason, message = rejected
                 self._event("Warning", reason, message)
-                self.view.phase_override, self.view.reason, self.view.message = "Failed", reason, message
-                self.view.terminal = True
+                self.view.phase_override, self.view.reason = "Failed", reason
+                self.view.message = "Pod was rejected: " + message
+                self.view.terminal = self.view.rejected = True
                 return
             self.admitted = True
         deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")

@@ -48,6 +48,7 @@ class PodView:
     message: str = ""
     phase_override: str = ""  # Failed for rejected/evicted/deadline pods
     extra_conditions: list[dict[str, Any]] = field(default_factory=list)  # e.g. DisruptionTarget
+    rejected: bool = False  # turned away at admission: nothing ran
     start_time: str = ""
 
 
@@ -380,6 +381,12 @@ def build_status(pod: dict[str, Any], view: PodView, now: float) -> dict[str, An
     old = dict(pod.get("status") or {})
     spec = pod.get("spec") or {}
     now_s = format_time(now)
+    if view.rejected:  # upstream's rejectPod: phase, reason and message only (other writers' conditions stay)
+        out: dict[str, Any] = {"phase": "Failed", "reason": view.reason, "message": view.message,
+                               "qosClass": pod_qos_class(pod)}
+        if old.get("conditions"):
+            out["conditions"] = old["conditions"]
+        return out
     init_st = container_statuses(pod, spec.get("initContainers") or [], view, old.get("initContainerStatuses") or [], True)
     st = container_statuses(pod, spec.get("containers") or [], view, old.get("containerStatuses") or [], False)
     initialized_before = any((c.get("state") or {}).get("running") or (c.get("state") or {}).get("terminated")
