@@ -32,6 +32,11 @@ class Backoff:
         e = self._entries.get(key)
         return e[0] if e else 0.0
 
+    def until(self, key: str) -> float:
+        """When the current back-off of `key` (counted from its last update) ends; 0 without one."""
+        e = self._entries.get(key)
+        return e[1] + e[0] if e else 0.0
+
     def is_in_backoff_since(self, key: str, event_time: float) -> bool:
         e = self._entries.get(key)
         if e is None or self._expired(event_time, e[1]):

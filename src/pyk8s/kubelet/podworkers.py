@@ -162,6 +162,10 @@ class PodWorker:
     # ------------------------------------------------------------------ the loop
 
     async def _run(self) -> None:
+        try:
+            await self.adopt()
+        except Exception:  # noqa: BLE001 - the first sync retries what it needs
+            log.exception("adopting the containers of pod %s", pod_full_name(self.pod))
         self._wake.set()
         while True:
             await self._wake.wait()
@@ -218,7 +222,6 @@ class PodWorker:
         if not self.first_sync:
             self.first_sync = now
             self.view.start_time = (pod.get("status") or {}).get("startTime") or format_time(now)
-            await self.adopt()
         if not self.admitted:
             rejected = kl.admit(pod, self.uid)
             if rejected is not None:
@@ -380,9 +383,10 @@ class PodWorker:
     async def _sync_containers(self, sandbox: Any) -> None:
         spec = self.pod.get("spec") or {}
         policy = spec.get("restartPolicy") or "Always"
-        initialized = self._any_regular_started()
+        initialized = self._any_regular_started(sandbox.id)
         for c in spec.get("initContainers") or []:
-            latest = self._latest(c["name"])
+            # a new sandbox (after a reboot, or a lost network namespace) runs the init containers again
+            latest = next((r for r in self.view.containers.get(c["name"]) or [] if r.sandbox_id == sandbox.id), None)
             if is_sidecar(c):
                 if latest is not None and latest.state == RUNNING:
                     if await self._check_liveness(c, latest, True):
@@ -428,9 +432,9 @@ class PodWorker:
         if done and policy != "Always":
             self.view.terminal = True  # every regular container is finished for good: sidecars are stopped next
 
-    def _any_regular_started(self) -> bool:
+    def _any_regular_started(self, sandbox_id: str) -> bool:
         for c in (self.pod.get("spec") or {}).get("containers") or []:
-            if self.view.containers.get(c["name"]):
+            if any(r.sandbox_id == sandbox_id for r in self.view.containers.get(c["name"]) or []):
                 return True
         return False
 
@@ -490,9 +494,7 @@ class PodWorker:
         if kl.image_backoff.is_in_backoff_since_update(key):
             msg = f'Back-off pulling image "{image}"'
             self._event("Normal", "BackOff", msg, fp)
-            e = kl.image_backoff._entries.get(key)
-            if e:
-                self.wake_at(e[1] + e[0] + 0.05)
+            self.wake_at(kl.image_backoff.until(key) + 0.05)
             raise ImageFailure("ImagePullBackOff", msg)
         self._event("Normal", "Pulling", f'Pulling image "{image}"', fp)
         t0 = time.monotonic()
@@ -507,9 +509,7 @@ class PodWorker:
         except ImagePullFailure as e:
             self._event("Warning", "Failed", f'Failed to pull image "{image}": {e}', fp)
             kl.image_backoff.next(key, time.time())
-            e2 = kl.image_backoff._entries.get(key)
-            if e2:
-                self.wake_at(e2[1] + e2[0] + 0.05)
+            self.wake_at(kl.image_backoff.until(key) + 0.05)
             raise ImageFailure("ErrImagePull" if e.reason == "ErrImagePull" else e.reason, str(e)) from e
         d = _duration_ms(time.monotonic() - t0)
         self._event("Normal", "Pulled", f'Successfully pulled image "{image}" in {d} ({d} including waiting). '
