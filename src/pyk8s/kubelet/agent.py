@@ -296,6 +296,21 @@ class Kubelet:
             return m
         return w.pod
 
+    def pod_lookup(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, str], dict[str, str]] | None:
+        """For the kubelet's streaming server: the pod, its current and its previous container IDs by name."""
+        for w in list(self.pod_workers.workers.values()):
+            md = w.pod["metadata"]
+            if md.get("name") != name or (md.get("namespace") or "default") != namespace or w.removed:
+                continue
+            current, previous = {}, {}
+            for cname, runs in w.view.containers.items():
+                if runs:
+                    current[cname] = runs[0].id
+                if len(runs) > 1:
+                    previous[cname] = runs[1].id
+            return w.pod, current, previous
+        return None
+
     # ------------------------------------------------------------------ services for the workers
 
     def record(self, pod: dict[str, Any], type_: str, reason: str, message: str, field_path: str = "") -> None:

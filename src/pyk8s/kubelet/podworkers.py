@@ -366,8 +366,8 @@ class PodWorker:
             sb = await self._current_sandbox()
             if sb is not None:
                 self.view.pod_ips = [ip for ip in [sb.ip, *sb.additional_ips] if ip]
-        if (self.pod.get("spec") or {}).get("hostNetwork") and self.view.sandbox_ready:
-            self.view.pod_ips = list(self.view.host_ips)
+        if self.view.sandbox_ready and ((self.pod.get("spec") or {}).get("hostNetwork") or not self.view.pod_ips):
+            self.view.pod_ips = list(self.view.host_ips)  # host network (or a runtime without pod networking)
 
     def _latest(self, name: str) -> ContainerStatus | None:
         runs = self.view.containers.get(name) or []

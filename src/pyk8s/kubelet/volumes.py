@@ -29,8 +29,6 @@ from .envvars import EnvError, expand, field_value, format_map, resource_value
 from .runtime.interface import Mount
 from .runtime.sandbox import _mount, is_mountpoint, umount
 
-MS_NOSUID, MS_NODEV = 0x2, 0x4
-
 EMPTY_DIR = "kubernetes.io~empty-dir"
 CONFIGMAP = "kubernetes.io~configmap"
 SECRET = "kubernetes.io~secret"
@@ -298,7 +296,7 @@ class VolumeManager:
             os.makedirs(d, exist_ok=True)
             if ed.get("medium") == "Memory" and not self._mounted(d):
                 size = parse_quantity(ed["sizeLimit"]).to_int() if ed.get("sizeLimit") else _pod_memory_limit(pod)
-                _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0777{f',size={size}' if size else ''}")
+                _mount("tmpfs", d, "tmpfs", 0, f"mode=0777{f',size={size}' if size else ''}")
                 self._tmpfs.add(d)
                 new = True
             if new:
@@ -349,7 +347,9 @@ class VolumeManager:
         d = self._vol_dir(uid, plugin, name)
         os.makedirs(d, exist_ok=True)
         if not self._mounted(d):
-            _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+            # plain flags, as upstream mounts it (locked nosuid/nodev would also stop read-only remounts in user
+            # namespaces, which the process fallback runtime does)
+            _mount("tmpfs", d, "tmpfs", 0, "mode=0755")
             self._tmpfs.add(d)
         return d
 
