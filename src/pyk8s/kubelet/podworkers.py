@@ -185,7 +185,7 @@ class PodWorker:
                 self.state = TERMINATING
             else:
                 await self.sync_pod()
-                if not self.view.terminal:
+                if not self.view.terminal and not self._termination_wanted():
                     return False
                 self.state = TERMINATING
         if self.state == TERMINATING:
@@ -218,6 +218,8 @@ class PodWorker:
             await self._sync_pod()
 
     async def _sync_pod(self) -> None:
+        if self._termination_wanted():
+            return  # deleted while it waited for a start slot: the next pass terminates it
         pod, kl, now = self.pod, self.kl, time.time()
         if not self.first_sync:
             self.first_sync = now
@@ -590,6 +592,8 @@ class PodWorker:
                 os.unlink(old.log_path)
             self.containers.discard(old.id)
             self.kl.probes.forget_container(old.id)
+            for memo in (self._messages, self.view.image_ids, self.view.image_names):
+                memo.pop(old.id, None)
 
     async def _run_hook(self, h: dict[str, Any], c: dict[str, Any], cid: str, kind: str, timeout: float) -> tuple[bool, str]:
         ip = self.view.pod_ips[0] if self.view.pod_ips else ""
