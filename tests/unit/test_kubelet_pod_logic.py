@@ -237,3 +237,52 @@ def test_static_manifest(tmp_path):
     assert p["spec"]["nodeName"] == "node1"
     assert load_manifest(str(f), "node1")["metadata"]["uid"] == md["uid"]
     assert load_manifest(str(f), "node2")["metadata"]["uid"] != md["uid"]
+
+
+# ---- objects and tokens
+
+
+def test_referenced_objects():
+    from pyk8s.kubelet.objects import referenced_objects
+
+    p = pod(imagePullSecrets=[{"name": "pull"}],
+            volumes=[{"name": "a", "configMap": {"name": "cm1"}}, {"name": "b", "secret": {"secretName": "s1"}},
+                     {"name": "c", "projected": {"sources": [{"configMap": {"name": "cm2"}}, {"secret": {"name": "s2"}},
+                                                             {"serviceAccountToken": {"path": "t"}}]}}])
+    p["spec"]["containers"][0]["env"] = [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s3", "key": "k"}}}]
+    p["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "cm3"}}]
+    assert referenced_objects(p) == {("secrets", "pull"), ("configmaps", "cm1"), ("secrets", "s1"), ("configmaps", "cm2"),
+                                     ("secrets", "s2"), ("secrets", "s3"), ("configmaps", "cm3")}
+
+
+def test_token_manager_refreshes_at_80_percent(monkeypatch):
+    import asyncio
+
+    from pyk8s.api.timefmt import format_time
+    from pyk8s.kubelet import objects
+
+    now = [1_000_000.0]
+    monkeypatch.setattr(objects.time, "time", lambda: now[0])
+    calls = []
+
+    class FakeClient:
+        async def request(self, method, path, body):
+            calls.append((method, path, body))
+            return {"status": {"token": f"tok{len(calls)}", "expirationTimestamp": format_time(now[0] + 1000)}}
+
+    tm = objects.TokenManager(FakeClient())  # type: ignore[arg-type]
+    p = pod(serviceAccountName="robot")
+
+    async def go():
+        assert await tm.token(p, "", 1000) == "tok1"
+        method, path, body = calls[0]
+        assert (method, path) == ("POST", "/api/v1/namespaces/ns1/serviceaccounts/robot/token")
+        assert body["spec"]["boundObjectRef"] == {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u1"}
+        assert body["spec"]["expirationSeconds"] == 1000 and body["spec"]["audiences"] == []
+        now[0] += 790
+        assert await tm.token(p, "", 1000) == "tok1"  # before 80% of its life: cached
+        now[0] += 20
+        assert await tm.token(p, "", 1000) == "tok2"  # past 80%: a fresh one
+        assert await tm.token(p, "vault", 1000) == "tok3" and calls[-1][2]["spec"]["audiences"] == ["vault"]
+
+    asyncio.run(go())

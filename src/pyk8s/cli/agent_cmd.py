@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
                    help="seconds between checks of the static pod manifest directory (default 20)")
     p.add_argument("--eviction-hard", default=None,
                    help="hard eviction thresholds (default memory.available<100Mi,nodefs.available<10%%,"
-                        "imagefs.available<15%%,nodefs.inodesFree<5%%)")
+                        "imagefs.available<15%%,nodefs.inodesFree<5%%,imagefs.inodesFree<5%%)")
     p.add_argument("--eviction-pressure-transition-period", type=float, default=300.0,
                    help="seconds a pressure condition stays after its threshold clears (default 300)")
     p.add_argument("--kube-reserved", default="", help="resources reserved for Kubernetes daemons: cpu=100m,memory=100Mi")

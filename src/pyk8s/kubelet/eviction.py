@@ -21,7 +21,8 @@ from .runtime.resources import pod_qos_class
 
 log = logging.getLogger("pyk8s.kubelet.eviction")
 
-DEFAULT_HARD = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%"
+DEFAULT_HARD = \
+    "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%,imagefs.inodesFree<5%"
 
 # signal -> (node condition, resource the pod ranking is about)
 SIGNALS = {
