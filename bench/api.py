@@ -163,8 +163,9 @@ def main() -> None:
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
     from tests.cluster import Cluster
+
+    from pyk8s.apiserver.kubeconfig import load_kubeconfig
 
     per_row, batched = sqlite_ceiling()
     row("SQLite raw inserts, one fsync'd commit each", per_row, "/s")

@@ -51,7 +51,7 @@ class Cluster:
         self.home = tempfile.mkdtemp(prefix="kubectl-home-")
         self.port = 0
 
-    def start(self, timeout: float = 30.0) -> "Cluster":
+    def start(self, timeout: float = 30.0) -> Cluster:
         cmd = [sys.executable, "-m", "pyk8s.cli", "server", "--data-dir", self.data_dir,
                "--port", str(self.port), "--disable-agent", *self.extra_args]
         env = dict(os.environ, PYTHONUNBUFFERED="1", **self.env)

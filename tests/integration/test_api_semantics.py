@@ -1,6 +1,5 @@
 """API machinery through the official Python client and raw HTTP: metadata, conflicts, lists, watch, finalizers."""
 
-import base64
 import json
 import threading
 import time
@@ -145,7 +144,6 @@ def test_finalizers_hold_deletion(cluster, v1, ns):
 
 
 def test_pods_are_defaulted_and_deleted_gracefully(cluster, v1, ns):
-    import time
 
     for _ in range(100):  # the serviceaccount controller creates it
         if [sa for sa in v1.list_namespaced_service_account(ns).items if sa.metadata.name == "default"]:
@@ -161,7 +159,6 @@ def test_pods_are_defaulted_and_deleted_gracefully(cluster, v1, ns):
     assert {t.key for t in s.tolerations} == {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
     assert any(v.name.startswith("kube-api-access-") for v in s.volumes)
     # bound to a node, a pod is deleted gracefully; unbound pods go at once
-    from kubernetes import client
 
     # upstream answers a binding with a Status, which the client cannot parse as a Binding: read it raw
     v1.create_namespaced_binding(ns, {"metadata": {"name": "p1"}, "target": {"kind": "Node", "name": "n1"}},

@@ -6,7 +6,8 @@ and generic behaviour applies (ObjectMeta validation, the default table, ...).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 GK = tuple[str, str]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = ["now_rfc3339", "new_uid", "generate_name", "spec_changed", "GENERATION_KINDS", "strip_for_compare"]
@@ -37,11 +37,11 @@ _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowel
 
 
 def now_rfc3339() -> str:
-    return datetime.fromtimestamp(int(time.time()), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(time.time()), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339_at(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_uid() -> str:

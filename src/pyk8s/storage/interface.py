@@ -9,8 +9,8 @@ mod_revision, exactly as upstream's etcd3 store does).
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import AsyncIterator
 
 __all__ = [
     "KeyValue",

@@ -22,8 +22,9 @@ import sqlite3
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from .interface import (
     DELETE,
