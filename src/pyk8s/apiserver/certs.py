@@ -392,6 +392,13 @@ def issue_client_cert(pki: Pki, cn: str, orgs: Sequence[str] = ()) -> tuple[byte
     return _cert_pem(cert), _key_pem(key)
 
 
+def issue_serving_cert(pki: Pki, cn: str, sans: Sequence[str]) -> tuple[bytes, bytes]:
+    """A serving cert + key (PEM) signed by the cluster CA, e.g. for a kubelet's port 10250."""
+    key = _new_ec_key()
+    cert = _issue_leaf(pki.ca_cert, pki.ca_key, _name(cn), key, server=True, sans=sans)
+    return _cert_pem(cert), _key_pem(key)
+
+
 # --------------------------------------------------------------------------- ensure_pki
 
 

@@ -71,6 +71,11 @@ class KubeletConfig:
     start_concurrency: int = 4  # pods brought up at once (first sync: volumes, sandbox, containers)
     runc_root: str = ""  # default /run/pyk8s/runc
     static_interval: float = 20.0  # upstream's fileCheckFrequency
+    # the kubelet's HTTPS port (logs, exec, attach, port-forward); served when a cert is given
+    serving_cert_file: str = ""
+    serving_key_file: str = ""
+    client_ca_file: str = ""
+    port: int = 10250
 
 
 def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -237,11 +242,37 @@ class Kubelet:
         self.pleg.start()
         self._tasks = [asyncio.create_task(self._housekeeping(), name="kubelet-housekeeping"),
                        asyncio.create_task(self._eviction_loop(), name="kubelet-eviction")]
+        await self._start_server()
         log.info("kubelet %s started on %s (runtime %s, podCIDR %s)", KUBELET_VERSION, self.node_name,
                  self.node_manager.runtime_version, cidr)
 
+    async def _start_server(self) -> None:
+        """The streaming server the API server proxies pods/log, exec, attach and port-forward to."""
+        c = self.config
+        if not (c.serving_cert_file and c.serving_key_file and c.client_ca_file) or self.runtime is None:
+            return
+        from .server import KubeletServer, server_tls_context
+
+        async def lookup(namespace: str, name: str) -> Any:
+            return self.pod_lookup(namespace, name)
+
+        srv = KubeletServer(self.runtime, lookup, server_tls_context(c.serving_cert_file, c.serving_key_file,
+                                                                     c.client_ca_file), port=c.port)
+        try:
+            await srv.start()
+        except OSError as e:  # another kubelet on this machine holds the port: pods still run
+            log.warning("kubelet server not started on port %d: %s (kubectl logs/exec will not reach this node)",
+                        c.port, e)
+            return
+        self.server = srv
+
     async def stop(self) -> None:
         """Stop the kubelet; containers keep running and a new kubelet adopts them."""
+        srv = getattr(self, "server", None)
+        if srv is not None:
+            with contextlib.suppress(Exception):
+                await srv.stop()
+            self.server = None
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -625,6 +656,22 @@ class LocalAgent:
             await asyncio.get_running_loop().run_in_executor(None, self.thread.join, 10)
 
 
+def _serving_cert(server: Any, node: str, data_dir: str) -> tuple[str, str]:
+    """The kubelet's serving certificate, issued by the cluster CA for this node's names and addresses."""
+    from ..apiserver.certs import issue_serving_cert, local_addresses
+
+    pki = os.path.join(data_dir, "pki")
+    os.makedirs(pki, mode=0o700, exist_ok=True)
+    cert_file, key_file = os.path.join(pki, "kubelet.crt"), os.path.join(pki, "kubelet.key")
+    cert, key = issue_serving_cert(server.pki, node, [node, "localhost", "127.0.0.1", *local_addresses()])
+    with open(cert_file, "wb") as f:
+        f.write(cert)
+    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(key)
+    return cert_file, key_file
+
+
 async def start_local_agent(server: Any, args: Any) -> Any:
     """A kubelet for this machine inside `pyk8s server`, with its own node client certificate."""
     if os.geteuid() != 0:
@@ -645,9 +692,12 @@ async def start_local_agent(server: Any, args: Any) -> Any:
                                   f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s")
         client.pool_size = 0  # one watch per referenced ConfigMap/Secret: no pool limit
         # side-by-side instances on one machine (tests) give each kubelet its own bridge and runc state
+        cert_file, key_file = _serving_cert(server, node, data_dir)
         kl = Kubelet(client, KubeletConfig(node_name=node, data_dir=data_dir,
                                            cni_bridge=os.environ.get("PYK8S_AGENT_CNI_BRIDGE", "pyk8s0"),
-                                           runc_root=os.environ.get("PYK8S_AGENT_RUNC_ROOT", "")))
+                                           runc_root=os.environ.get("PYK8S_AGENT_RUNC_ROOT", ""),
+                                           serving_cert_file=cert_file, serving_key_file=key_file,
+                                           client_ca_file=str(server.pki.ca_cert_path)))
         kl.owns_client = True
         return kl
 
