@@ -436,8 +436,13 @@ def main() -> None:
                  f"nodes {r['node_create_rate']:.0f}/s")
         if r["init_rate"]:
             extra += f"; init phase {r['init_rate']:.0f}/s"
-        cpu = ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_ms"].items())
+        cpu_ms = r["cpu_ms"]
+        cpu = ", ".join(f"{k} {v:.2f}" for k, v in cpu_ms.items())
         extra += f"\n      CPU ms per measured pod: {cpu}; load average {r['load']:.1f} on {os.cpu_count()} cores"
+        # The busiest single thread bounds throughput when the machine is otherwise idle (GIL).
+        busiest = max(cpu_ms.get("server main thread", 0.0), cpu_ms.get("scheduler", 0.0))
+        if busiest:
+            extra += f"\n      CPU-bound ceiling (busiest thread alone on a core): {1000 / busiest:.0f} pods/s"
         if not r["ok"]:
             extra += f"; only {r['bound']}/{r['measure']} bound in time"
         print(f"      {extra}")

@@ -402,7 +402,9 @@ def test_two_schedulers_only_leader_binds(no_scheduler):
         assert b.scheduler.cache.pod_count() == 10
         lease = await asyncio.to_thread(get, c, "lease", "-n", "kube-system", "kube-scheduler")
         assert lease["spec"]["holderIdentity"] == "sched-a"
-        await a.stop()  # dies without releasing: b takes over after the lease expires
+        await a.stop()  # a graceful stop gives the lease up (ReleaseOnCancel), b need not wait for expiry
+        lease = await asyncio.to_thread(get, c, "lease", "-n", "kube-system", "kube-scheduler")
+        assert lease["spec"].get("holderIdentity") in (None, "sched-b"), lease["spec"]
         for _ in range(100):
             if b.leading:
                 break
@@ -414,7 +416,18 @@ def test_two_schedulers_only_leader_binds(no_scheduler):
                 break
             await asyncio.sleep(0.1)
         assert b.bound == 5 and a.bound == 10
-        await b.stop()
+        # A scheduler killed without releasing: the next one waits for the lease to expire.
+        await b.stop(release=False)
+        c2 = SchedulerRunner(Client.from_kubeconfig(c.kubeconfig), identity="sched-c", leader_election=le)
+        await c2.start()
+        await asyncio.sleep(0.5)
+        assert not c2.leading  # b's lease (2 s) has not expired yet
+        for _ in range(100):
+            if c2.leading:
+                break
+            await asyncio.sleep(0.1)
+        assert c2.leading
+        await c2.stop()
 
     asyncio.run(main())
     assert all(p["spec"].get("nodeName") for p in get(c, "pods")["items"])

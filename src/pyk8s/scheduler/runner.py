@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..api.errors import StatusError
-from ..api.timefmt import now_rfc3339
+from ..api.timefmt import now_micro, now_rfc3339
 from ..client import Client, EventRecorder, InformerFactory, LeaderElector, resource_path
 from .cache import Cache
 from .framework import Handle
@@ -53,6 +53,7 @@ PVCS = ("", "v1", "persistentvolumeclaims")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 REPLICASETS = ("apps", "v1", "replicasets")
 STATEFULSETS = ("apps", "v1", "statefulsets")
+LEASES = ("coordination.k8s.io", "v1", "leases")
 
 GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
@@ -120,7 +121,6 @@ class SchedulerRunner:
         self.bound = 0
         self.bind_failures = 0
         self.failures = 0
-        self._svc_gen = 0
         self._svc_cache: dict[tuple[str, frozenset[tuple[str, str]]], LabelSelector | None] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._main: asyncio.Task[None] | None = None
@@ -138,7 +138,10 @@ class SchedulerRunner:
             log.warning("scheduler: informers not synced after %.0fs; starting anyway", sync_timeout)
         self._main = asyncio.create_task(self._run(), name="scheduler")
 
-    async def stop(self) -> None:
+    async def stop(self, release: bool = True) -> None:
+        """Stop scheduling; with ``release`` give the Lease up (kube-scheduler's ReleaseOnCancel),
+        so a restarted scheduler need not wait for it to expire."""
+        was_leading = self.leading or (self.elector is not None and self.elector.is_leader)
         if self._main is not None:
             self._main.cancel()
             try:
@@ -148,9 +151,26 @@ class SchedulerRunner:
             self._main = None
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if release and was_leading and self.leader_elect:
+            await self._release_lease()
         await self.recorder.flush()
         await self.informers.stop()
         await self.client.close()
+
+    async def _release_lease(self) -> None:
+        """As client-go's release(): an empty holder and a 1 s duration."""
+        try:
+            lease = await self.client.get_or_none(LEASES, LEASE_NAME, "kube-system")
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
+            now = now_micro()
+            spec = dict(lease["spec"])
+            spec.pop("holderIdentity", None)
+            spec.update(leaseDurationSeconds=1, renewTime=now, acquireTime=now)
+            lease["spec"] = spec
+            await self.client.update(LEASES, lease)
+        except Exception as e:  # best effort: the lease expires anyway
+            log.debug("releasing the scheduler lease: %s", e)
 
     async def _run(self) -> None:
         if not self.leader_elect:
@@ -176,7 +196,6 @@ class SchedulerRunner:
             inf.add_handlers(lambda o: bump(), lambda o, n: bump(), lambda o: bump())
 
     def _bump_services(self) -> None:
-        self._svc_gen += 1
         self._svc_cache.clear()
 
     def _pod_add(self, pod: dict[str, Any]) -> None:
@@ -278,10 +297,16 @@ class SchedulerRunner:
             await slots.acquire()
             try:
                 qpi = await queue.pop_wait()
-                d = self.scheduler.schedule(qpi)
             except BaseException:
                 slots.release()
                 raise
+            try:
+                d = self.scheduler.schedule(qpi)
+            except Exception:  # a broken plugin must not stop the loop: retry the pod after backoff
+                log.exception("scheduling %s/%s", qpi.pod_info.namespace, qpi.pod_info.name)
+                slots.release()
+                queue.add_unschedulable_if_not_present(qpi, error=True)
+                continue
             if d is None:
                 slots.release()
             elif d.node is not None:
@@ -333,7 +358,7 @@ class SchedulerRunner:
         self.bind_failures += 1
         self.scheduler.binding_done(d, False)
         log.info("binding %s/%s to %s failed: %s", p.namespace, p.name, d.node, err)
-        await self._report_failure(d.pod.pod, "SchedulerError", err, None)
+        await self._report_failure(d.pod.pod, "SchedulerError", err, "")  # upstream clears the nomination
 
     # -- failures and preemption ------------------------------------------------------------
 

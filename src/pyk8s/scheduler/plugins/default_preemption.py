@@ -38,11 +38,22 @@ from ..framework import (
 )
 from ..messages import fit_error_message
 from ..podinfo import PodInfo
+from ..resources import PODS
 from ..selectors import compile_label_selector
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+# Filters whose verdict on a node does not depend on the pods running there.
+_POD_INDEPENDENT_FILTERS = frozenset(("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"))
 NO_VICTIMS = "No preemption victims found for incoming pod"
 _MAX_INT32 = 2**31 - 1
+
+
+@dataclass(slots=True)
+class _Prepared:
+    names: list[str]
+    need: list[int]
+    vectors: list[tuple[np.ndarray, np.ndarray]]  # (allocatable, requested) per checked resource
+    pods_alloc: np.ndarray
 
 
 @dataclass(slots=True)
@@ -204,9 +215,14 @@ class DefaultPreemption(Plugin):
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         d = Diagnosis(table.names, table.n)
+        fit = self._resources_only(state, pod)
+        prep = self._prepare_requests(fit, pod, table) if fit is not None else None
         for k in range(rows.size):
             row = int(rows[(offset + k) % rows.size])
-            victims, n_pdb, st = self.select_victims_on_node(state.clone(), pod, table, row, pdbs)
+            hit = None
+            if prep is not None and not self.framework._nominated_for(pod, table.names[row]):
+                hit = self._select_victims_by_requests(prep, pod, table, row, pdbs)
+            victims, n_pdb, st = hit or self.select_victims_on_node(state.clone(), pod, table, row, pdbs)
             if st.is_success() and victims:
                 c = Candidate(table.names[row], victims, n_pdb)
                 (non_violating if n_pdb == 0 else violating).append(c)
@@ -217,6 +233,82 @@ class DefaultPreemption(Plugin):
                 st = Status(Code.ERROR, (f'expected at least one victim pod on node "{table.names[row]}"',))
             d.set_rows(np.array([row]), d.add_status(st))
         return non_violating + violating, d
+
+    def _resources_only(self, state: CycleState, pod: PodInfo) -> Plugin | None:
+        """NodeResourcesFit, if it is the only filter of this cycle that looks at a node's pods and
+        every other active filter runs before it (so a node it rejected passed them all).
+
+        Then removing pods can only change NodeResourcesFit's verdict, and victims can be chosen
+        by arithmetic on requests with exactly the result of re-running the filters per pod
+        (upstream's SelectVictimsOnNode), at a fraction of the cost: 500 candidate nodes of 4
+        pods each took ~150 ms per preemption through the filters.
+        """
+        fit: Plugin | None = None
+        for pl in self.framework.filter:
+            if pl.name in state.skip_filter:
+                continue
+            if pl.name == "NodeResourcesFit":
+                fit = pl
+                continue
+            if fit is not None:
+                return None  # runs after the fit check: it never saw the rejected nodes
+            if pl.name in _POD_INDEPENDENT_FILTERS or (pl.name == "NodePorts" and not pod.tmpl.host_ports):
+                continue
+            return None
+        return fit
+
+    @staticmethod
+    def _prepare_requests(fit: Plugin, pod: PodInfo, table: NodeTable) -> _Prepared | None:
+        """The pod's checked requests and the node vectors they are compared with, once per dry run."""
+        checks = fit._checks(pod)  # type: ignore[attr-defined]
+        vecs = []
+        for r, _ in checks:
+            col = table.res_index.get(r)
+            if col is None:
+                return None  # no node has it: the filters say why
+            vecs.append((table.alloc[col], table.req[col]))
+        return _Prepared([r for r, _ in checks], [q for _, q in checks], vecs, table.alloc[table.res_index[PODS]])
+
+    def _select_victims_by_requests(self, prep: _Prepared, pod: PodInfo, table: NodeTable, row: int,
+                                    pdbs: list[_PDB]) -> tuple[list[PodInfo], int, Status] | None:
+        """SelectVictimsOnNode when only NodeResourcesFit matters (see ``_resources_only``); None
+        sends the node through the filters (also to get the exact status when it cannot help)."""
+        prio = pod.priority
+        potential = [p for p in table.pods[row].values() if p.priority < prio]
+        if not potential:
+            return None
+        names, need = prep.names, prep.need
+        free = [int(a[row]) - int(q[row]) for a, q in prep.vectors]
+        slots = int(prep.pods_alloc[row]) - int(table.npods[row])
+        for p in potential:
+            slots += 1
+            req = p.tmpl.requests
+            for k, r in enumerate(names):
+                free[k] += req.get(r, 0)
+        if slots < 1 or any(f < q for f, q in zip(free, need, strict=True)):
+            return None
+        now = time.time()
+        potential.sort(key=lambda p: importance_key(p, now))
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(p: PodInfo) -> bool:
+            nonlocal slots
+            req = p.tmpl.requests
+            after = [f - req.get(r, 0) for f, r in zip(free, names, strict=True)]
+            if slots - 1 >= 1 and all(f >= q for f, q in zip(after, need, strict=True)):
+                slots -= 1
+                free[:] = after
+                return True
+            victims.append(p)
+            return False
+
+        n_violating = sum(1 for p in violating if not reprieve(p))
+        for p in non_violating:
+            reprieve(p)
+        if violating and non_violating:
+            victims.sort(key=lambda p: importance_key(p, now))
+        return victims, n_violating, Status()
 
     def select_victims_on_node(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int,
                                pdbs: list[_PDB]) -> tuple[list[PodInfo], int, Status]:
