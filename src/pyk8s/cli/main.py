@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _server_parser(sub)
     add_image_parser(sub)
+    from . import sim_cmd
+
+    sim_cmd.add_parser(sub)
     from . import scheduler_cmd
 
     scheduler_cmd.add_parser(sub)
@@ -67,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_image(args)
     if args.command == "agent":
         return agent_cmd.run(args)
+    if args.command == "sim":
+        return sim_cmd.run(args)
     if args.command == "scheduler":
         return scheduler_cmd.run(args)
     return 2
