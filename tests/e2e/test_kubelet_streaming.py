@@ -256,6 +256,9 @@ class World:
                 self.loop.run(self.server.stop(), 30)
 
         async def clean() -> None:
+            for c in await self.rt.list_containers():
+                with contextlib.suppress(Exception):
+                    await self.rt.remove_container(c.id)
             for sb in await self.rt.list_sandboxes():
                 with contextlib.suppress(Exception):
                     await self.rt.remove_sandbox(sb.id)
@@ -263,6 +266,11 @@ class World:
         with contextlib.suppress(Exception):
             self.loop.run(clean(), 60)
         self.loop.close()
+        # whatever is still mounted under our temp dir (rootfs, shm) would keep pytest from removing it
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split()[4] for line in f if line.split()[4].startswith(self.tmp + "/")]
+        for mp in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", mp], capture_output=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
         if os.path.isdir(self.runc_root):
             for cid in os.listdir(self.runc_root):

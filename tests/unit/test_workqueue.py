@@ -45,3 +45,20 @@ def test_add_after_delivers_later():
         assert loop.time() - t >= 0.09
 
     asyncio.run(main())
+
+
+def test_delays_under_uvloop_mix_sub_millisecond_and_longer() -> None:
+    """uvloop turns call_later(<1 ms) into a plain Handle with no when(); the queue must not
+    depend on it (this once crashed every controller's worker and restarted the manager)."""
+    import uvloop
+
+    async def main() -> list[str]:
+        q = RateLimitingQueue()
+        q.add_after("soon", 0.0004)
+        q.add_after("later", 0.05)
+        q.add_after("sooner", 0.0001)
+        got = [await asyncio.wait_for(q.get(), 1) for _ in range(3)]
+        return got
+
+    got = uvloop.run(main())
+    assert sorted(got[:2]) == ["soon", "sooner"] and got[2] == "later"

@@ -110,6 +110,8 @@ class LeaderElector:
                 if time.monotonic() - last_renew > self.renew_deadline:
                     log.warning("%s: leadership lost", self.name)
                     break
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                log.error("%s: the leader's work failed", self.name, exc_info=task.exception())
         finally:
             self.is_leader = False
             task.cancel()

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 __all__ = ["RateLimitingQueue", "run_workers"]
+
+log = logging.getLogger(__name__)
 
 
 class RateLimitingQueue:
@@ -29,7 +32,8 @@ class RateLimitingQueue:
         self._waiting: list[tuple[float, int, Any]] = []
         self._seq = 0
         self._cond = asyncio.Condition()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._timer_due = 0.0
         self._shutdown = False
 
     def __len__(self) -> int:
@@ -62,13 +66,14 @@ class RateLimitingQueue:
     def _arm(self) -> None:
         if not self._waiting:
             return
-        loop = asyncio.get_event_loop()
         when = self._waiting[0][0]
-        if self._timer is not None and self._timer.when() <= loop.time() + (when - time.monotonic()):
+        # our own deadline: uvloop turns call_later(0) into a plain Handle that has no when()
+        if self._timer is not None and self._timer_due <= when:
             return
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = loop.call_later(max(0.0, when - time.monotonic()), self._fire)
+        self._timer_due = when
+        self._timer = asyncio.get_event_loop().call_later(max(0.0, when - time.monotonic()), self._fire)
 
     def _fire(self) -> None:
         self._timer = None
@@ -138,7 +143,10 @@ async def run_workers(queue: RateLimitingQueue, sync: Callable[[Any], Awaitable[
                 raise
             except Exception as e:
                 if on_error is not None:
-                    on_error(item, e)
+                    try:
+                        on_error(item, e)
+                    except Exception:  # a broken error handler must not end the worker
+                        log.exception("error handler failed for %r", item)
                 queue.add_rate_limited(item)
             finally:
                 queue.done(item)
