@@ -9,24 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import datetime
-import gzip
 import io
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
 import tarfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
-import warnings
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -42,49 +35,13 @@ from pyk8s.kubelet.images.registry import (
 )
 from pyk8s.kubelet.images.store import ImageStore, sha256_digest
 from pyk8s.kubelet.images.unpack import UnpackError, unpack_layer
-from tests.conftest import require, require_binary
+from tests.conftest import require
 from tests.e2e.imagebuild import build_busybox_rootfs
+from tests.e2e.registry import Pusher, image_blobs, run_registry, tar_bytes, write_htpasswd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 ROOT = os.geteuid() == 0
-
-
-def _tar_bytes(entries: list[tuple[str, bytes | None, dict]], gz: bool = False) -> bytes:
-    """A tar of (name, data-or-None-for-dir, TarInfo attrs) entries."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        for name, data, attrs in entries:
-            ti = tarfile.TarInfo(name)
-            for k, v in attrs.items():
-                setattr(ti, k, v)
-            if data is None and "type" not in attrs:
-                ti.type = tarfile.DIRTYPE
-                ti.mode = attrs.get("mode", 0o755)
-            if data is not None:
-                ti.size = len(data)
-                tf.addfile(ti, io.BytesIO(data))
-            else:
-                tf.addfile(ti)
-    raw = buf.getvalue()
-    return gzip.compress(raw) if gz else raw
-
-
-def _image_blobs(files: dict[str, bytes], arch: str | None = None) -> tuple[bytes, bytes, bytes, bytes]:
-    """(layer tar.gz, config, OCI manifest, raw layer tar) for a one-layer image holding `files`."""
-    raw = _tar_bytes([(n, d, {"mode": 0o644}) for n, d in files.items()])
-    layer = gzip.compress(raw, mtime=0)
-    config = json.dumps({
-        "architecture": arch or media.machine_platform()["architecture"], "os": "linux",
-        "config": {"Env": ["PATH=/bin"], "Cmd": ["sh"]},
-        "rootfs": {"type": "layers", "diff_ids": [sha256_digest(raw)]},
-    }).encode()
-    manifest = json.dumps({
-        "schemaVersion": 2, "mediaType": media.OCI_MANIFEST,
-        "config": {"mediaType": media.OCI_CONFIG, "digest": sha256_digest(config), "size": len(config)},
-        "layers": [{"mediaType": media.OCI_LAYER_GZIP, "digest": sha256_digest(layer), "size": len(layer)}],
-    }).encode()
-    return layer, config, manifest, raw
 
 
 @pytest.fixture
@@ -151,7 +108,7 @@ def test_import_rootfs_dir_and_tar_via_cli(tmp_path):
 def test_unpack_whiteouts_opaque_dirs_and_unsafe_paths(tmp_path):
     require("root (whiteouts are 0/0 device nodes)", ROOT)
     layer = tmp_path / "l.tar"
-    layer.write_bytes(_tar_bytes([
+    layer.write_bytes(tar_bytes([
         ("a", None, {}),
         ("a/.wh.gone", b"", {}),
         ("a/dir", None, {}),
@@ -174,11 +131,11 @@ def test_unpack_whiteouts_opaque_dirs_and_unsafe_paths(tmp_path):
     with pytest.raises(UnpackError, match="mismatch"):
         unpack_layer(str(layer), str(tmp_path / "o2"), "sha256:" + "0" * 64)
     evil = tmp_path / "evil.tar"
-    evil.write_bytes(_tar_bytes([("../escape", b"x", {})]))
+    evil.write_bytes(tar_bytes([("../escape", b"x", {})]))
     with pytest.raises(UnpackError):
         unpack_layer(str(evil), str(tmp_path / "o3"))
     assert not (tmp_path / "escape").exists()
-    evil.write_bytes(_tar_bytes([("etc", None, {"type": tarfile.SYMTYPE, "linkname": str(tmp_path / "victim")}),
+    evil.write_bytes(tar_bytes([("etc", None, {"type": tarfile.SYMTYPE, "linkname": str(tmp_path / "victim")}),
                                  ("etc/passwd", b"owned", {})]))
     (tmp_path / "victim").mkdir()
     with pytest.raises(UnpackError, match="symlink"):
@@ -188,9 +145,9 @@ def test_unpack_whiteouts_opaque_dirs_and_unsafe_paths(tmp_path):
 
 def test_overlay_of_two_layers_applies_whiteouts(tmp_path, store):
     require("root (overlay mounts)", ROOT)
-    base = _tar_bytes([("d", None, {}), ("d/keep", b"k", {}), ("d/gone", b"g", {}),
+    base = tar_bytes([("d", None, {}), ("d/keep", b"k", {}), ("d/gone", b"g", {}),
                        ("o", None, {}), ("o/old", b"o", {})])
-    top = _tar_bytes([("d", None, {}), ("d/.wh.gone", b"", {}), ("o", None, {}),
+    top = tar_bytes([("d", None, {}), ("d/.wh.gone", b"", {}), ("o", None, {}),
                       ("o/.wh..wh..opq", b"", {}), ("o/fresh", b"f", {})])
     digests = [store.write_blob(b) for b in (base, top)]
     config = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
@@ -217,8 +174,8 @@ def test_overlay_of_two_layers_applies_whiteouts(tmp_path, store):
 
 def test_docker_archive_import(tmp_path):
     require("root", ROOT)
-    layer1 = _tar_bytes([("etc", None, {}), ("etc/os-release", b"ID=test\n", {})])
-    layer2 = _tar_bytes([("etc", None, {}), ("etc/.wh.os-release", b"", {}), ("hello", b"world", {})])
+    layer1 = tar_bytes([("etc", None, {}), ("etc/os-release", b"ID=test\n", {})])
+    layer2 = tar_bytes([("etc", None, {}), ("etc/.wh.os-release", b"", {}), ("hello", b"world", {})])
     config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Cmd": ["/hello"]},
                          "rootfs": {"type": "layers", "diff_ids": [sha256_digest(layer1), sha256_digest(layer2)]}}).encode()
     cfg_name = sha256_digest(config)[7:] + ".json"
@@ -245,8 +202,8 @@ def test_docker_archive_import(tmp_path):
 
 def test_oci_archive_with_multi_platform_index(tmp_path, store):
     require("root", ROOT)
-    mine = _image_blobs({"which": b"mine"})
-    other = _image_blobs({"which": b"other"}, arch="s390x" if media.machine_platform()["architecture"] != "s390x" else "amd64")
+    mine = image_blobs({"which": b"mine"})
+    other = image_blobs({"which": b"other"}, arch="s390x" if media.machine_platform()["architecture"] != "s390x" else "amd64")
     blobs: dict[str, bytes] = {}
     descs = []
     for (layer, config, manifest, _), plat in ((other, "other"), (mine, "mine")):
@@ -280,116 +237,11 @@ def test_oci_archive_with_multi_platform_index(tmp_path, store):
 # ---------------------------------------------------------------- registry
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _registry(tmp_path, auth_yaml: str) -> Iterator[str]:
-    binary = require_binary("docker-registry")
-    port = _free_port()
-    cfg = tmp_path / f"registry-{port}.yml"
-    cfg.write_text(f"""version: 0.1
-log:
-  level: error
-storage:
-  filesystem:
-    rootdirectory: {tmp_path / f"registry-data-{port}"}
-http:
-  addr: 127.0.0.1:{port}
-{auth_yaml}
-""")
-    log = open(tmp_path / f"registry-{port}.log", "w")
-    proc = subprocess.Popen([binary, "serve", str(cfg)], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1)
-                break
-            except urllib.error.HTTPError:
-                break  # 401: up, and asking for auth
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("docker-registry did not start: " + (tmp_path / f"registry-{port}.log").read_text()) from None
-                time.sleep(0.05)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-class Pusher:
-    """A minimal distribution-spec pusher: monolithic blob uploads (POST then PUT) and manifest PUT."""
-
-    def __init__(self, host: str, auth: str | None = None, token_url: str | None = None) -> None:
-        self.base = f"http://{host}/v2/"
-        self.basic = auth  # "user:pass"
-        self.token_url = token_url
-        self.tokens: dict[str, str] = {}
-
-    def _auth(self, repo: str) -> dict[str, str]:
-        if self.token_url:
-            if repo not in self.tokens:
-                req = urllib.request.Request(f"{self.token_url}?service=test-registry&scope=repository:{repo}:pull,push")
-                req.add_header("Authorization", "Basic " + base64.b64encode(self.basic.encode()).decode())
-                self.tokens[repo] = json.load(urllib.request.urlopen(req, timeout=10))["token"]
-            return {"Authorization": "Bearer " + self.tokens[repo]}
-        if self.basic:
-            return {"Authorization": "Basic " + base64.b64encode(self.basic.encode()).decode()}
-        return {}
-
-    def _do(self, method: str, url: str, repo: str, data: bytes | None = None, headers: dict | None = None):
-        req = urllib.request.Request(url, data=data, method=method, headers={**self._auth(repo), **(headers or {})})
-        return urllib.request.urlopen(req, timeout=10)
-
-    def blob(self, repo: str, data: bytes) -> str:
-        digest = sha256_digest(data)
-        resp = self._do("POST", f"{self.base}{repo}/blobs/uploads/", repo)
-        assert resp.status == 202
-        loc = resp.headers["Location"]
-        if loc.startswith("/"):
-            loc = self.base[: -len("/v2/")] + loc
-        loc += ("&" if "?" in loc else "?") + "digest=" + digest
-        resp = self._do("PUT", loc, repo, data, {"Content-Type": "application/octet-stream"})
-        assert resp.status == 201
-        return digest
-
-    def manifest(self, repo: str, ref: str, body: bytes, media_type: str) -> str:
-        resp = self._do("PUT", f"{self.base}{repo}/manifests/{ref}", repo, body, {"Content-Type": media_type})
-        assert resp.status == 201
-        return resp.headers.get("Docker-Content-Digest", "")
-
-    def image(self, repo: str, tag: str, files: dict[str, bytes]) -> tuple[str, bytes]:
-        layer, config, manifest, _ = _image_blobs(files)
-        self.blob(repo, layer)
-        self.blob(repo, config)
-        return self.manifest(repo, tag, manifest, media.OCI_MANIFEST), manifest
-
-
-def _htpasswd(path, user: str, password: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            import crypt  # the stdlib's bcrypt ($2b$) via libcrypt; `bcrypt` from PyPI is not a dependency
-        except ImportError:
-            pytest.skip("no crypt module for a bcrypt htpasswd (Python >= 3.13)")
-        hashed = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))  # cost 4: fast verifies  # $2b$: bcrypt, as htpasswd -B
-    path.write_text(f"{user}:{hashed}\n")
-
-
 def test_pull_with_basic_auth_manifest_list_and_digest(tmp_path, store):
     require("root", ROOT)
     htpasswd = tmp_path / "htpasswd"
-    _htpasswd(htpasswd, "alice", "s3cret")
-    with _registry(tmp_path, f"auth:\n  htpasswd:\n    realm: basic-realm\n    path: {htpasswd}\n") as host:
+    write_htpasswd(htpasswd, "alice", "s3cret")
+    with run_registry(tmp_path, f"auth:\n  htpasswd:\n    realm: basic-realm\n    path: {htpasswd}\n") as host:
         push = Pusher(host, "alice:s3cret")
         digest, _ = push.image("team/app", "v1", {"version": b"1"})
         # a multi-platform image: a docker manifest list over this machine's and another arch's manifest
@@ -538,7 +390,7 @@ def test_pull_with_bearer_token_auth(tmp_path, store):
     try:
         auth = (f"auth:\n  token:\n    realm: {ts.url}\n    service: test-registry\n"
                 f"    issuer: test-issuer\n    rootcertbundle: {ts.bundle}\n")
-        with _registry(tmp_path, auth) as host:
+        with run_registry(tmp_path, auth) as host:
             push = Pusher(host, "alice:s3cret", token_url=ts.url)
             digest, _ = push.image("private/app", "v7", {"secret": b"42"})
             client = RegistryClient(store)
@@ -560,7 +412,7 @@ def test_pull_with_bearer_token_auth(tmp_path, store):
 def test_digest_verification_rejects_corrupt_blob(tmp_path, store):
     """A registry (here a fake one) that serves wrong bytes for a digest never gets them into the store."""
     require("root", ROOT)
-    layer, config, manifest, _ = _image_blobs({"f": b"x"})
+    layer, config, manifest, _ = image_blobs({"f": b"x"})
     served = {"/v2/bad/manifests/v1": (manifest, media.OCI_MANIFEST),
               f"/v2/bad/blobs/{sha256_digest(config)}": (config, "application/octet-stream"),
               f"/v2/bad/blobs/{sha256_digest(layer)}": (layer[:10] + bytes([layer[10] ^ 0xFF]) + layer[11:], "application/octet-stream")}

@@ -262,3 +262,68 @@ def test_image_pull_and_config_errors(env):
                      == "CreateContainerConfigError", 20)
     assert _state(b, "c")["waiting"]["message"] == 'configmap "nope" not found'
     assert ("Failed", 'Error: configmap "nope" not found') in [(e["reason"], e["message"]) for e in env.events("badcfg")]
+
+
+def test_pull_secrets_from_a_local_registry(env, tmp_path):
+    """A private registry (Debian's docker-registry behind htpasswd basic auth) on loopback: the pod without
+    credentials goes ErrImagePull then ImagePullBackOff; a docker-registry Secret named in imagePullSecrets, or
+    given to the pod by its ServiceAccount, lets the kubelet pull it and the pod runs (upstream's events)."""
+    from pyk8s.kubelet.images.store import ImageStore
+    from tests.e2e.imagebuild import import_busybox
+    from tests.e2e.registry import Pusher, run_registry, write_htpasswd
+
+    local = ImageStore(str(tmp_path / "build"))
+    import_busybox(local, str(tmp_path), "busybox:private")
+    htpasswd = tmp_path / "htpasswd"
+    write_htpasswd(htpasswd, "alice", "s3cret")
+    with run_registry(tmp_path, f"auth:\n  htpasswd:\n    realm: basic-realm\n    path: {htpasswd}\n") as host:
+        Pusher(host, "alice:s3cret").from_store(local, "busybox:private", "team/busybox", "v1")
+        image = f"{host}/team/busybox:v1"
+
+        def pod(name: str, **spec):
+            return busybox_pod(name, "", containers=[{"name": "c", "image": image, "command": ["sleep", "3600"]}],
+                               **spec)
+
+        env.create(pod("nocreds"))
+        p = env.wait_pod("nocreds", lambda p: (_state(p, "c").get("waiting") or {}).get("reason") == "ErrImagePull",
+                         20, what="ErrImagePull")
+        msg = _state(p, "c")["waiting"]["message"]
+        assert msg.startswith(f'failed to pull and unpack image "{image}": '), msg
+        p = env.wait_pod("nocreds", lambda p: (_state(p, "c").get("waiting") or {}).get("reason")
+                         == "ImagePullBackOff", 30, what="ImagePullBackOff")
+        assert _state(p, "c")["waiting"]["message"] == f'Back-off pulling image "{image}"'
+        evs = [(e["type"], e["reason"], e["message"]) for e in env.events("nocreds")]
+        assert ("Normal", "Pulling", f'Pulling image "{image}"') in evs
+        assert any(t == "Warning" and r == "Failed" and m.startswith(f'Failed to pull image "{image}": ')
+                   for t, r, m in evs), evs
+        assert ("Warning", "Failed", "Error: ErrImagePull") in evs
+        assert ("Normal", "BackOff", f'Back-off pulling image "{image}"') in evs
+        assert ("Warning", "Failed", "Error: ImagePullBackOff") in evs
+        assert env.kubectl("get", "pod", "nocreds", "--no-headers").split()[2] in ("ImagePullBackOff", "ErrImagePull")
+
+        env.kubectl("create", "secret", "docker-registry", "regcred", f"--docker-server={host}",
+                    "--docker-username=alice", "--docker-password=s3cret", "--docker-email=alice@example.com")
+        env.create(pod("withsecret", imagePullSecrets=[{"name": "regcred"}]))
+        env.wait_running("withsecret", 30)
+        evs = [(e["type"], e["reason"], e["message"]) for e in env.events("withsecret")]
+        assert ("Normal", "Pulling", f'Pulling image "{image}"') in evs
+        assert any(t == "Normal" and r == "Pulled" and m.startswith(f'Successfully pulled image "{image}" in ')
+                   and "Image size: " in m for t, r, m in evs), evs
+        assert ("Normal", "Started", "Started container c") in evs
+
+        # the ServiceAccount's imagePullSecrets reach pods that name none (ServiceAccount admission), and the
+        # kubelet pulls with them (Always: the image is on the node already)
+        env.kubectl("create", "serviceaccount", "puller")
+        env.kubectl("patch", "serviceaccount", "puller", "-p", '{"imagePullSecrets": [{"name": "regcred"}]}')
+        sa_pod = pod("viasa", serviceAccountName="puller")
+        sa_pod["spec"]["containers"][0]["imagePullPolicy"] = "Always"
+        created = env.create(sa_pod)
+        assert created["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+        env.wait_running("viasa", 30)
+        evs = [(e["reason"], e["message"]) for e in env.events("viasa")]
+        assert ("Pulling", f'Pulling image "{image}"') in evs
+        assert any(r == "Pulled" and m.startswith(f'Successfully pulled image "{image}"') for r, m in evs), evs
+        for name in ("nocreds", "withsecret", "viasa"):
+            env.delete_pod(name, 0)
+        for name in ("nocreds", "withsecret", "viasa"):
+            env.wait_gone(name, 30)

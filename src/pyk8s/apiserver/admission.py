@@ -45,6 +45,9 @@ async def service_account(rest: RestStorage, res: Resource, op: str, pod: dict[s
         raise _forbidden_pod(md.get("name") or md.get("generateName", ""),
                              f'error looking up service account {md.get("namespace")}/{name}: '
                              f'serviceaccount "{name}" not found')
+    if not spec.get("imagePullSecrets") and sa.get("imagePullSecrets"):
+        # as upstream: a pod that names no pull secrets gets its service account's
+        spec["imagePullSecrets"] = [{"name": r.get("name", "")} for r in sa["imagePullSecrets"]]
     automount = spec.get("automountServiceAccountToken")
     if automount is None:
         automount = sa.get("automountServiceAccountToken", True)
