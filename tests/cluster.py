@@ -1,8 +1,17 @@
-"""A real pyk8s server in a subprocess for tests, plus the real kubectl binaries and the official client."""
+"""A real pyk8s server in a subprocess for tests, plus the real kubectl binaries and the official client.
+
+A server keeps its state in SQLite (the default) or in etcd: `Cluster(..., datastore="etcd", etcd=...)`.
+The module-scoped `cluster` fixture runs on the backend named by the `datastore` fixture (SQLite
+unless a module opts in with `pytestmark = BOTH_DATASTORES`, which runs all its tests once on
+each backend). For etcd every worker process shares one etcd (`shared_etcd`, started on first
+use); each server gets its own key prefix there, so servers never see each other's objects.
+"""
 
 from __future__ import annotations
 
+import atexit
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -40,10 +49,54 @@ def newest_kubectl() -> str:
     return list(bins.values())[-1]
 
 
+DATASTORES = ["sqlite", "etcd"]
+# run every test of a module once per backend (the `datastore` fixture, parametrised per module)
+BOTH_DATASTORES = pytest.mark.parametrize("datastore", DATASTORES, indirect=True, scope="module")
+
+_shared_etcd: Any = None
+
+
+def shared_etcd() -> Any:
+    """This process's etcd for tests (one per xdist worker), started on first use, stopped at exit."""
+    global _shared_etcd
+    if _shared_etcd is None:
+        from .etcd_helper import EtcdCluster
+
+        base = Path(tempfile.mkdtemp(prefix="pyk8s-test-etcd-"))
+        c = EtcdCluster(base, 1)
+        c.start()
+
+        def cleanup() -> None:
+            c.stop()
+            shutil.rmtree(base, ignore_errors=True)
+
+        atexit.register(cleanup)
+        _shared_etcd = c
+    return _shared_etcd
+
+
+def etcd_prefix_for(data_dir: str) -> str:
+    """One key prefix per data dir: a restarted server finds its objects, others never see them."""
+    return "/pyk8s-test/" + hashlib.sha1(os.path.abspath(data_dir).encode()).hexdigest()[:16]
+
+
 class Cluster:
-    def __init__(self, data_dir: str, extra_args: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: str, extra_args: list[str] | None = None, env: dict[str, str] | None = None,
+                 datastore: str = "sqlite", etcd: Any = None) -> None:
+        """datastore: "sqlite" (<data_dir>/state.db) or "etcd" (`etcd`, an EtcdCluster; default: shared_etcd(),
+        under etcd_prefix_for(data_dir) unless extra_args name a prefix)."""
         self.data_dir = data_dir
-        self.extra_args = extra_args or []
+        self.datastore = datastore
+        self.extra_args = list(extra_args or [])
+        if datastore == "etcd":
+            e = etcd if etcd is not None else shared_etcd()
+            self.etcd = e
+            self.extra_args = ["--datastore-endpoint", e.endpoint, *self.extra_args]
+            if "--etcd-prefix" not in self.extra_args:
+                self.etcd_prefix = etcd_prefix_for(data_dir)
+                self.extra_args += ["--etcd-prefix", self.etcd_prefix]
+        elif datastore != "sqlite":
+            raise ValueError(f"unknown datastore {datastore!r} (sqlite or etcd)")
         self.env = env or {}
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
@@ -122,8 +175,19 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory):
-    c = Cluster(str(tmp_path_factory.mktemp("pyk8s-data")))
+def datastore(request: pytest.FixtureRequest) -> str:
+    """The backend of this module's servers: "sqlite", or each of DATASTORES under BOTH_DATASTORES."""
+    ds = str(getattr(request, "param", "sqlite"))
+    if ds == "etcd":
+        from .conftest import require_binary
+
+        require_binary("etcd")
+    return ds
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, datastore: str):
+    c = Cluster(str(tmp_path_factory.mktemp(f"pyk8s-data-{datastore}")), datastore=datastore)
     c.start()
     yield c
     c.stop()

@@ -1,1 +1,1 @@
-from tests.cluster import cluster  # noqa: F401  (the module-scoped real server fixture)
+from tests.cluster import cluster, datastore  # noqa: F401  (the module-scoped real server and its backend)

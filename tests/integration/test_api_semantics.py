@@ -6,7 +6,9 @@ import time
 
 import pytest
 
-from tests.cluster import raw_request
+from tests.cluster import BOTH_DATASTORES, raw_request
+
+pytestmark = BOTH_DATASTORES  # the same answers from SQLite and from etcd
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,9 @@
 import asyncio
 
 from pyk8s.client import Client, EventRecorder, InformerFactory, LeaderElector
+from tests.cluster import BOTH_DATASTORES
+
+pytestmark = BOTH_DATASTORES  # the same answers from SQLite and from etcd
 
 CM = ("", "v1", "configmaps")
 

@@ -3,7 +3,9 @@
 import json
 import time
 
-from tests.cluster import raw_request
+from tests.cluster import BOTH_DATASTORES, raw_request
+
+pytestmark = BOTH_DATASTORES  # the same answers from SQLite and from etcd
 
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from tests.cluster import kubectl_binaries
+from tests.cluster import BOTH_DATASTORES, kubectl_binaries
+
+pytestmark = BOTH_DATASTORES  # the same answers from SQLite and from etcd
 
 VERSIONS = list(kubectl_binaries()) or ["none"]
 

@@ -9,7 +9,10 @@ import time
 
 import pytest
 
+from tests.cluster import BOTH_DATASTORES
+
 pytest.importorskip("kubernetes")
+pytestmark = BOTH_DATASTORES  # the same answers from SQLite and from etcd
 
 MANIFESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "reference",
                          "manifests")
