@@ -138,6 +138,8 @@ async def _kubernetes_service(server: Any) -> None:
         "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
                  "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
     }, "default")
+    if getattr(server.config, "endpoint_reconciler_type", "none") != "none":
+        return  # endpoint_reconciler.py lists every live API server
     addr = server.advertise_address
     await _ensure(server, "", "endpoints", {
         "apiVersion": "v1", "kind": "Endpoints",

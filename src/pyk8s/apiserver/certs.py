@@ -40,6 +40,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 __all__ = [
     "Pki",
     "ensure_pki",
+    "copy_shared_pki",
     "issue_client_cert",
     "ssl_server_context",
     "ssl_client_context",
@@ -540,3 +541,36 @@ def ssl_client_context(
     ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(pki.ca_cert_path))
     ctx.load_cert_chain(str(cert_path or pki.admin_cert_path), str(key_path or pki.admin_key_path))
     return ctx
+
+
+# --------------------------------------------------------------------------- several API servers
+
+SHARED_PKI_FILES = ("ca.crt", "ca.key", "sa.key", "sa.pub")
+
+
+def copy_shared_pki(source: str | os.PathLike[str], data_dir: str | os.PathLike[str]) -> list[str]:
+    """Give a further API server the cluster's CA and service-account key pair (kubeadm's
+    "copy the certificates to the other control-plane nodes"): client certificates and
+    service-account tokens of one server are then valid on all. `source` is another server's
+    data dir or its pki/ folder. Files already present are kept (they must match: a data
+    dir holding another CA is refused). Each server still issues its own serving certificate
+    (its own SANs) and admin certificate from the shared CA. Returns the files copied."""
+    src = Path(source)
+    if (src / "pki" / "ca.crt").exists():
+        src = src / "pki"
+    dst = Path(data_dir) / "pki"
+    dst.mkdir(parents=True, exist_ok=True, mode=0o700)
+    copied: list[str] = []
+    with _locked(dst):
+        for name in SHARED_PKI_FILES:
+            s, d = src / name, dst / name
+            if not s.exists():
+                raise FileNotFoundError(f"{s} is missing: give the data dir (or pki/ folder) of a running server")
+            data = s.read_bytes()
+            if d.exists():
+                if d.read_bytes() != data:
+                    raise ValueError(f"{d} differs from {s}: this data dir belongs to another cluster")
+                continue
+            _write_atomic(d, data, 0o600 if name.endswith(".key") else 0o644)
+            copied.append(name)
+    return copied

@@ -59,6 +59,10 @@ class ServerConfig:
     compaction_window: float = 300.0
     kubeconfig_path: str | None = None
     synchronous: str = "FULL"
+    # the kubernetes Service's endpoints: "lease" (upstream's default: every live API server) or "none"
+    endpoint_reconciler_type: str = "lease"
+    master_lease_ttl: float = 15.0  # upstream's DefaultEndpointReconcilerTTL
+    master_lease_interval: float = 10.0  # upstream's DefaultEndpointReconcilerInterval
 
 
 def _version_info() -> dict[str, str]:
@@ -115,6 +119,7 @@ class APIServer:
         self.started_at = 0.0
         self.crds: Any = None
         self._cert_users: dict[bytes, tuple[Any, float]] = {}
+        self._ha: list[Any] = []  # endpoint reconciler and identity lease (endpoint_reconciler.py)
 
     @property
     def url(self) -> str:
@@ -174,6 +179,13 @@ class APIServer:
         from . import bootstrap
 
         await bootstrap.run(self)
+        from .endpoint_reconciler import IdentityLease, LeaseEndpointReconciler
+
+        if cfg.endpoint_reconciler_type == "lease":
+            self._ha.append(LeaseEndpointReconciler(self, cfg.master_lease_ttl, cfg.master_lease_interval))
+        self._ha.append(IdentityLease(self))
+        for part in self._ha:
+            await part.start()
         self._tasks.append(asyncio.create_task(self._compactor(), name="compactor"))
         if cfg.kubeconfig_path is None:
             cfg.kubeconfig_path = os.path.join(cfg.data_dir, "kubeconfig.yaml")
@@ -182,6 +194,8 @@ class APIServer:
         log.info("API server listening on %s (started in %.2fs)", self.url, time.monotonic() - t0)
 
     async def stop(self) -> None:
+        for part in reversed(self._ha):
+            await part.stop()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:

@@ -39,6 +39,14 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--compaction-interval", type=float, default=300.0,
                    help="seconds of history kept for watches and consistent lists; compacted every interval "
                         "(upstream's --etcd-compaction-interval, default 300)")
+    p.add_argument("--copy-pki-from", default=None, metavar="DIR",
+                   help="another API server's data dir (or pki/ folder): reuse its CA and service-account keys, "
+                        "so that several servers on one etcd accept the same certificates and tokens")
+    p.add_argument("--endpoint-reconciler-type", choices=["lease", "none"], default="lease",
+                   help="how the kubernetes Service's endpoints list API servers (default lease: every live one)")
+    p.add_argument("--master-lease-ttl", type=float, default=15.0,
+                   help="seconds a dead API server stays in the kubernetes endpoints (default 15; "
+                        "renewed every 2/3 of it)")
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
     p.add_argument("--disable", action="append", default=[],
                    help="components not to run: scheduler, controller-manager (repeatable)")
@@ -114,7 +122,18 @@ async def _server(args: Any) -> int:
         kubeconfig_path=args.kubeconfig,
         compaction_interval=args.compaction_interval,
         compaction_window=args.compaction_interval,
+        endpoint_reconciler_type=args.endpoint_reconciler_type,
+        master_lease_ttl=args.master_lease_ttl,
+        master_lease_interval=args.master_lease_ttl * 2 / 3,
     )
+    if args.copy_pki_from:
+        from ..apiserver.certs import copy_shared_pki
+
+        try:
+            copy_shared_pki(args.copy_pki_from, args.data_dir)
+        except (OSError, ValueError) as e:
+            print(f"pyk8s: --copy-pki-from: {e}", file=sys.stderr)
+            return 1
     from ..storage import StoreError
 
     server = APIServer(cfg)
