@@ -65,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     from . import scheduler_cmd
 
     scheduler_cmd.add_parser(sub)
+    from . import controller_manager_cmd
+
+    controller_manager_cmd.add_parser(sub)
     from . import agent_cmd
 
     agent_cmd.add_parser(sub)
+    from . import datastore_cmd
+
+    datastore_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -78,10 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         return run_image(args)
     if args.command == "agent":
         return agent_cmd.run(args)
+    if args.command == "datastore":
+        return datastore_cmd.run(args)
     if args.command == "sim":
         return sim_cmd.run(args)
     if args.command == "scheduler":
         return scheduler_cmd.run(args)
+    if args.command == "controller-manager":
+        return controller_manager_cmd.run(args)
     return 2
 
 

@@ -23,6 +23,11 @@ log = logging.getLogger("pyk8s.leaderelection")
 LEASES = ("coordination.k8s.io", "v1", "leases")
 
 
+def default_identity() -> str:
+    """`<hostname>_<uuid>`, as kube-controller-manager and kube-scheduler name their lease holders."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
 def _micro_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -41,7 +46,7 @@ class LeaderElector:
         self.client = client
         self.name = name
         self.namespace = namespace
-        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.identity = identity or default_identity()
         self.lease_duration = lease_duration
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from ..client import Client, InformerFactory, LeaderElector
+from ..client.leaderelection import default_identity
 from .base import Controller, ControllerContext
 
 log = logging.getLogger("pyk8s.controllers")
@@ -38,6 +39,53 @@ KNOWN: dict[str, str] = {
     "resourcequota": "pyk8s.controllers.resourcequota:ResourceQuotaController",
 }
 
+# Our name -> upstream's canonical --controllers name (cmd/kube-controller-manager/names). Our names are
+# upstream's aliases for them, which --controllers accepts too.
+CANONICAL: dict[str, str] = {
+    "serviceaccount": "serviceaccount-controller",
+    "root-ca-cert-publisher": "root-ca-certificate-publisher-controller",
+    "namespace": "namespace-controller",
+    "replicaset": "replicaset-controller",
+    "replicationcontroller": "replicationcontroller-controller",
+    "deployment": "deployment-controller",
+    "daemonset": "daemonset-controller",
+    "statefulset": "statefulset-controller",
+    "job": "job-controller",
+    "cronjob": "cronjob-controller",
+    "ttl-after-finished": "ttl-after-finished-controller",
+    "garbagecollector": "garbage-collector-controller",
+    "endpoints": "endpoints-controller",
+    "endpointslice": "endpointslice-controller",
+    "nodelifecycle": "node-lifecycle-controller",
+    "podgc": "pod-garbage-collector-controller",
+    "disruption": "disruption-controller",
+    "resourcequota": "resourcequota-controller",
+}
+_BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
+
+
+def select_controllers(spec: list[str]) -> list[str]:
+    """kube-controller-manager's --controllers: '*' all (on by default), 'foo' enables foo, '-foo' disables it.
+
+    Names are upstream's canonical names or their aliases; an unknown name is an error, as upstream.
+    """
+    wanted: set[str] = set()
+    unwanted: set[str] = set()
+    star = False
+    for raw in spec:
+        item = raw.strip()
+        if not item:
+            continue
+        if item == "*":
+            star = True
+            continue
+        off = item.startswith("-")
+        name = _BY_NAME.get(item[1:] if off else item)
+        if name is None:
+            raise ValueError(f"{item.lstrip('-')!r} is not in the list of known controllers")
+        (unwanted if off else wanted).add(name)
+    return [n for n in KNOWN if n not in unwanted and (star or n in wanted)]
+
 
 def load(name: str) -> type[Controller] | None:
     spec = KNOWN.get(name)
@@ -53,13 +101,17 @@ def load(name: str) -> type[Controller] | None:
 
 class ControllerManager:
     def __init__(self, client: Client, controllers: list[str] | None = None, leader_elect: bool = True,
-                 root_ca: bytes = b"", options: dict[str, Any] | None = None, identity: str | None = None) -> None:
+                 root_ca: bytes = b"", options: dict[str, Any] | None = None, identity: str | None = None,
+                 exit_on_lost_leadership: bool = False) -> None:
         self.client = client
         self.names = controllers or list(KNOWN)
         self.leader_elect = leader_elect
         self.root_ca = root_ca
         self.options = options or {}
-        self.identity = identity
+        self.identity = identity or default_identity()
+        # upstream's kube-controller-manager exits when it loses the lease; in `pyk8s server` we wait to lead again
+        self.exit_on_lost_leadership = exit_on_lost_leadership
+        self.lost_leadership = False
         self.controllers: list[Controller] = []
         self._task: asyncio.Task[None] | None = None
         self.informers: InformerFactory | None = None
@@ -70,10 +122,15 @@ class ControllerManager:
 
     async def _main(self) -> None:
         if self.leader_elect:
-            self.elector = LeaderElector(self.client, "kube-controller-manager", identity=self.identity,
-                                         **self.options.get("leader_election", {}))
+            le = dict(self.options.get("leader_election", {}))
+            self.elector = LeaderElector(self.client, le.pop("name", "kube-controller-manager"),
+                                         le.pop("namespace", "kube-system"), identity=self.identity, **le)
             while True:
                 await self.elector.run(self._run)
+                self.lost_leadership = True
+                if self.exit_on_lost_leadership:
+                    log.error("controller manager %s: leaderelection lost", self.elector.identity)
+                    return
                 log.warning("controller manager lost leadership; waiting to lead again")
         else:
             await self._run()
@@ -97,6 +154,11 @@ class ControllerManager:
             for c in self.controllers:
                 c.queue.shutdown()
             await self.informers.stop()
+
+    async def wait(self) -> None:
+        """Until the manager ends by itself (leadership lost with exit_on_lost_leadership, or its work failed)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
 
     async def stop(self) -> None:
         if self._task is not None:

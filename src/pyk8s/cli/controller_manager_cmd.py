@@ -1,0 +1,127 @@
+"""`pyk8s controller-manager`: run kube-controller-manager as its own process against any API server.
+
+Several of them may run against one server: with --leader-elect (the default) only the holder of
+the kube-system/kube-controller-manager Lease runs controllers, and, as upstream, a manager that
+loses the Lease exits (status 1) so that its supervisor starts it afresh as a follower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from typing import Any
+
+from .scheduler_cmd import argparse_bool
+
+
+def go_duration(text: str) -> float:
+    """A Go duration flag value ("15s", "1m30s", "500ms") in seconds."""
+    import argparse
+
+    from ..api.protobuf import parse_go_duration
+
+    try:
+        seconds = parse_go_duration(text) / 1e9
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"duration must be positive: {text!r}")
+    return seconds
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "controller-manager",
+        help="run the controllers against an API server (as kube-controller-manager)",
+        description="Run the core control loops (replicaset, deployment, job, garbage collector, ...) "
+        "as API clients, under leader election on a Lease.",
+    )
+    p.add_argument("--kubeconfig", required=True, help="kubeconfig of the identity to act as")
+    p.add_argument("--controllers", default="*",
+                   help="controllers to run: '*' all enabled by default, 'foo' enables foo, '-foo' disables "
+                        "foo (upstream names or their aliases, comma separated; default '*')")
+    p.add_argument("--leader-elect", default=True, action=argparse_bool(), nargs="?", const=True,
+                   help="take the leader Lease before running controllers (default true)")
+    p.add_argument("--leader-elect-lease-duration", type=go_duration, default=15.0, metavar="DURATION",
+                   help="how long followers wait after the last renewal before taking over (default 15s)")
+    p.add_argument("--leader-elect-renew-deadline", type=go_duration, default=10.0, metavar="DURATION",
+                   help="how long the leader keeps trying to renew before it stops leading (default 10s)")
+    p.add_argument("--leader-elect-retry-period", type=go_duration, default=2.0, metavar="DURATION",
+                   help="how long clients wait between tries to acquire or renew (default 2s)")
+    p.add_argument("--leader-elect-resource-name", default="kube-controller-manager",
+                   help="name of the Lease (default kube-controller-manager)")
+    p.add_argument("--leader-elect-resource-namespace", default="kube-system",
+                   help="namespace of the Lease (default kube-system)")
+    p.add_argument("--root-ca-file", default=None,
+                   help="CA bundle published as kube-root-ca.crt in every namespace (default: the kubeconfig's CA)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+
+
+def _root_ca(args: Any) -> bytes:
+    if args.root_ca_file:
+        with open(args.root_ca_file, "rb") as f:
+            return f.read()
+    # as upstream: without --root-ca-file, the CA the kubeconfig trusts
+    from ..apiserver.kubeconfig import load_kubeconfig
+
+    return load_kubeconfig(args.kubeconfig).ca_pem() or b""
+
+
+def validate(args: Any) -> str | None:
+    """Upstream's checks of the leader election flags."""
+    if not args.leader_elect:
+        return None
+    if args.leader_elect_lease_duration <= args.leader_elect_renew_deadline:
+        return "leaseDuration must be greater than renewDeadline"
+    if args.leader_elect_renew_deadline <= 1.2 * args.leader_elect_retry_period:
+        return "renewDeadline must be greater than retryPeriod*JitterFactor"
+    return None
+
+
+async def _main(args: Any) -> int:
+    from ..client import Client
+    from ..controllers.manager import ControllerManager, select_controllers
+
+    try:
+        names = select_controllers(args.controllers.split(","))
+        problem = validate(args)
+        if problem:
+            raise ValueError(problem)
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-controller-manager/pyk8s")
+        root_ca = _root_ca(args)
+    except (OSError, ValueError) as e:
+        print(f"pyk8s controller-manager: {e}", file=sys.stderr)
+        return 1
+    options = {"leader_election": {"name": args.leader_elect_resource_name,
+                                   "namespace": args.leader_elect_resource_namespace,
+                                   "lease_duration": args.leader_elect_lease_duration,
+                                   "renew_deadline": args.leader_elect_renew_deadline,
+                                   "retry_period": args.leader_elect_retry_period}}
+    cm = ControllerManager(client, names, leader_elect=args.leader_elect, root_ca=root_ca, options=options,
+                           exit_on_lost_leadership=True)
+    await cm.start()
+    lease = f"{args.leader_elect_resource_namespace}/{args.leader_elect_resource_name}"
+    print(f"pyk8s controller-manager: running as {cm.identity}"
+          + (f" (leader election on Lease {lease})" if args.leader_elect else ""), flush=True)
+    stop = asyncio.Event()
+    with contextlib.suppress(NotImplementedError):  # pragma: no cover (no signal handlers on this platform)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    stopping = asyncio.ensure_future(stop.wait())
+    ended = asyncio.ensure_future(cm.wait())
+    await asyncio.wait({stopping, ended}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    lost = ended.done() and cm.lost_leadership
+    await cm.stop()
+    if lost:
+        print(f"pyk8s controller-manager: leaderelection lost ({cm.identity})", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+def run(args: Any) -> int:
+    from .main import _run
+
+    return _run(_main(args), args.v)

@@ -1,0 +1,48 @@
+"""`pyk8s controller-manager` flags as kube-controller-manager's: --controllers and the leader election durations."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from pyk8s.cli.controller_manager_cmd import go_duration, validate
+from pyk8s.controllers.manager import KNOWN, select_controllers
+
+
+def test_star_runs_every_controller_and_minus_disables_one():
+    assert select_controllers(["*"]) == list(KNOWN)
+    assert select_controllers(["*", "-garbage-collector-controller"]) == [n for n in KNOWN if n != "garbagecollector"]
+
+
+def test_canonical_names_and_aliases_name_the_same_controller():
+    """Upstream's aliases (cmd/kube-controller-manager/names) stay accepted: replicaset == replicaset-controller."""
+    assert select_controllers(["replicaset-controller", "podgc"]) == ["replicaset", "podgc"]
+    assert select_controllers(["endpoint", "node-lifecycle-controller"]) == ["endpoints", "nodelifecycle"]
+    assert select_controllers(["replicaset", "-replicaset-controller"]) == []
+
+
+def test_unknown_controller_is_an_error():
+    with pytest.raises(ValueError, match="'nope' is not in the list of known controllers"):
+        select_controllers(["*", "-nope"])
+
+
+def test_go_durations():
+    assert go_duration("15s") == 15.0
+    assert go_duration("1m30s") == 90.0
+    assert go_duration("500ms") == 0.5
+    with pytest.raises(argparse.ArgumentTypeError):
+        go_duration("15")
+    with pytest.raises(argparse.ArgumentTypeError):
+        go_duration("0s")
+
+
+def test_leader_election_durations_are_checked_as_upstream():
+    def args(lease: float, renew: float, retry: float, elect: bool = True) -> argparse.Namespace:
+        return argparse.Namespace(leader_elect=elect, leader_elect_lease_duration=lease,
+                                  leader_elect_renew_deadline=renew, leader_elect_retry_period=retry)
+
+    assert validate(args(15, 10, 2)) is None
+    assert validate(args(10, 10, 2)) == "leaseDuration must be greater than renewDeadline"
+    assert validate(args(15, 2.4, 2)) == "renewDeadline must be greater than retryPeriod*JitterFactor"
+    assert validate(args(1, 10, 2, elect=False)) is None
