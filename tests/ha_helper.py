@@ -15,13 +15,28 @@ from __future__ import annotations
 import copy
 import os
 import socket
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .cluster import Cluster
 
-__all__ = ["HAControlPlane", "free_port_on", "as_client_of", "advertised_for", "ADMIN_TOKEN"]
+__all__ = ["HAControlPlane", "free_port_on", "as_client_of", "advertised_for", "wait_for", "ADMIN_TOKEN"]
 
 ADMIN_TOKEN = "ha-admin-token-0123456789"
+
+
+def wait_for(pred: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll pred until it returns something truthy; fail naming `what` and the last value."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 def free_port_on(addrs: list[str]) -> int:

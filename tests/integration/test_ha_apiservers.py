@@ -13,29 +13,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.cluster import Cluster, raw_request
 from tests.etcd_helper import EtcdCluster
-from tests.ha_helper import ADMIN_TOKEN, HAControlPlane, as_client_of
+from tests.ha_helper import ADMIN_TOKEN, HAControlPlane, as_client_of, wait_for
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.xdist_group("etcd-ha")]
 
 TTL = "3"  # --master-lease-ttl: a dead server leaves the endpoints within TTL + one renewal
 
-
-def wait_for(pred: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 @pytest.fixture(scope="module")

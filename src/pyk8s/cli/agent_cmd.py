@@ -19,7 +19,9 @@ def add_parser(sub: Any) -> None:
                                    "under runc, and report their status.")
     auth = p.add_argument_group("connection (either --kubeconfig, or --server with --token)")
     auth.add_argument("--kubeconfig", default=None, help="kubeconfig with the server and the node's credentials")
-    auth.add_argument("--server", default=None, help="API server URL, e.g. https://10.0.0.1:6443")
+    auth.add_argument("--server", default=None,
+                      help="API server URL, e.g. https://10.0.0.1:6443; several, comma separated, for failover "
+                           "(requests move to the next when one cannot be reached)")
     auth.add_argument("--token", default=None, help="bearer token (with --server)")
     auth.add_argument("--certificate-authority", default=None, help="CA bundle for --server (default: no verification)")
     p.add_argument("--node-name", default=None, help="node name (default: the hostname, lowercased)")

@@ -44,19 +44,35 @@ def obj_key(obj: dict[str, Any]) -> str:
     return f"{ns}/{md.get('name')}" if ns else md.get("name", "")
 
 
+# answers that say "this API server cannot serve now" (another may): try the next one
+UNAVAILABLE = (502, 503, 504)
+
+
 class Client:
-    """One HTTP connection pool to one API server."""
+    """One HTTP connection pool to an API server.
+
+    `server` may name several API servers of one cluster (a list, or URLs separated by commas):
+    requests go to one of them and move on to the next when it cannot be reached or answers
+    502/503/504 (as a client behind a load balancer would see it). Reads are retried on the next
+    server; writes only when the request cannot have reached the failed server (connection
+    refused), so a create is never sent twice. Watches end with an error when their server
+    goes away; the caller (the informer) resumes from its last resourceVersion, on the next server.
+    """
 
     def __init__(
         self,
-        server: str,
+        server: str | list[str],
         ssl_context: ssl.SSLContext | None = None,
         token: str | None = None,
         user_agent: str = "pyk8s",
         pool_size: int = 100,
         timeout: float = 30.0,
     ) -> None:
-        self.server = server.rstrip("/")
+        urls = server.split(",") if isinstance(server, str) else list(server)
+        self.servers = [u.strip().rstrip("/") for u in urls if u.strip()]
+        if not self.servers:
+            raise ValueError("no API server URL given")
+        self._current = 0
         self.ssl_context = ssl_context
         self.headers = {"User-Agent": user_agent, "Accept": "application/json"}
         if token:
@@ -64,6 +80,21 @@ class Client:
         self.pool_size = pool_size
         self.timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def server(self) -> str:
+        """The API server requests go to now."""
+        return self.servers[self._current]
+
+    def failover(self, failed: str) -> bool:
+        """`failed` could not serve: move to the next server (unless another caller already has).
+        False when there is no other server to try."""
+        if len(self.servers) == 1:
+            return False
+        if self.servers[self._current] == failed:
+            self._current = (self._current + 1) % len(self.servers)
+            log.info("API server %s unavailable; using %s", failed, self.server)
+        return True
 
     @classmethod
     def from_kubeconfig(cls, path: str, context: str | None = None, user_agent: str = "pyk8s", **kw: Any) -> Client:
@@ -89,25 +120,41 @@ class Client:
     # ---- plain requests -------------------------------------------------------------------
     async def request(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
                       content_type: str = "application/json", retries: int = 3) -> Any:
-        url = self.server + path
+        query = ""
         if params:
-            url += "?" + urlencode({k: v for k, v in params.items() if v is not None})
+            query = "?" + urlencode({k: v for k, v in params.items() if v is not None})
         data = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
         headers = {"Content-Type": content_type} if data is not None else None
         delay = 0.2
-        for attempt in range(retries + 1):
+        several = len(self.servers) > 1
+        # with several servers, every one gets `retries + 1` chances before the error surfaces
+        attempts = (retries + 1) * len(self.servers)
+        for attempt in range(attempts):
+            server = self.server
             try:
-                async with self.session.request(method, url, data=data, headers=headers,
+                async with self.session.request(method, server + path + query, data=data, headers=headers,
                                                 timeout=aiohttp.ClientTimeout(total=self.timeout)) as r:
                     raw = await r.read()
                     if r.status >= 400:
+                        if several and r.status in UNAVAILABLE and attempt < attempts - 1:
+                            self.failover(server)
+                            if method == "GET":
+                                continue
                         raise _status_error(r.status, raw)
                     return orjson.loads(raw) if raw else None
             except (TimeoutError, aiohttp.ClientConnectionError) as e:
-                if attempt == retries:
+                if attempt == attempts - 1:
                     raise StatusError(503, "ServiceUnavailable", f"cannot reach the API server: {e}") from e
+                if several:
+                    self.failover(server)
+                    # a write that may have reached the failed server is not replayed on another:
+                    # the caller sees the error and re-reads (a second create could duplicate a pod)
+                    if method not in ("GET", "HEAD") and not isinstance(e, aiohttp.ClientConnectorError):
+                        raise StatusError(503, "ServiceUnavailable", f"cannot reach the API server: {e}") from e
+                    if (attempt + 1) % len(self.servers):
+                        continue  # the next server at once; back off once all were tried
                 await asyncio.sleep(delay)
-                delay *= 2
+                delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")
 
     async def get(self, gvr: GVR, name: str, namespace: str | None = None, sub: str | None = None) -> dict[str, Any]:
@@ -172,21 +219,34 @@ class Client:
         q.update(watch="true", allowWatchBookmarks="true", timeoutSeconds=str(timeout_seconds))
         if resource_version is not None:
             q["resourceVersion"] = resource_version
-        url = self.server + resource_path(gvr, namespace) + "?" + urlencode(q)
-        async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)) as r:
-            if r.status >= 400:
-                raise _status_error(r.status, await r.read())
-            buf = b""
-            async for chunk in r.content.iter_any():
-                if b"\n" not in chunk:
-                    buf += chunk
-                    continue
-                # One split per chunk: splitting off one line at a time copies the rest each time.
-                lines = (buf + chunk).split(b"\n")
-                buf = lines.pop()
-                for line in lines:
-                    if line.strip():
-                        yield orjson.loads(line)
+        server = self.server
+        url = server + resource_path(gvr, namespace) + "?" + urlencode(q)
+        try:
+            async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None,
+                                                                           sock_read=timeout_seconds + 30)) as r:
+                if r.status >= 400:
+                    if r.status in UNAVAILABLE:
+                        self.failover(server)
+                    raise _status_error(r.status, await r.read())
+                async for ev in _watch_events(r):
+                    yield ev
+        except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError):
+            self.failover(server)  # the caller resumes from its last resourceVersion, on the next server
+            raise
+
+
+async def _watch_events(r: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    buf = b""
+    async for chunk in r.content.iter_any():
+        if b"\n" not in chunk:
+            buf += chunk
+            continue
+        # One split per chunk: splitting off one line at a time copies the rest each time.
+        lines = (buf + chunk).split(b"\n")
+        buf = lines.pop()
+        for line in lines:
+            if line.strip():
+                yield orjson.loads(line)
 
 
 def _params(params: dict[str, Any]) -> dict[str, str]:
