@@ -304,11 +304,11 @@ class EtcdStore(Store):
                 continue
             except TimeoutError:
                 pass
-            if upto and await self._unchanged_since(upto):
+            if upto and await self.unchanged_since(upto):
                 return upto
         return rev
 
-    async def _unchanged_since(self, rev: int) -> bool:
+    async def unchanged_since(self, rev: int) -> bool:
         """Whether the keys under our prefix are now exactly what they were at rev.
 
         In one read-only transaction: every live key was last modified at or before rev
