@@ -3,6 +3,11 @@
 One loader for every consumer (OpenAPI serving, strict decoding, strategic merge patch,
 server-side apply, explain). Definitions are JSON-Schema flavoured: `$ref` is
 `#/$defs/<name>` and nullable types are lists such as ["string", "null"].
+
+The shipped copy lacks upstream's enums: kube-openapi gives every field of an `+enum` type
+an `enum` list and appends "Possible enum values: ..." to its description, which
+`kubectl explain` prints. `openapi_enums.json` beside this module (scripts/gen_openapi_enums.py) puts
+them back.
 """
 
 from __future__ import annotations
@@ -26,11 +31,38 @@ def _schema_dir() -> str:
     )
 
 
+def _load_shipped_definitions() -> dict[str, dict[str, Any]]:
+    """kubernetes-validate's v1.33 definitions as shipped (a fresh copy)."""
+    with open(os.path.join(_schema_dir(), "_definitions.json"), "rb") as f:
+        defs: dict[str, dict[str, Any]] = orjson.loads(f.read())["$defs"]
+    return defs
+
+
+def _add_enums(defs: dict[str, dict[str, Any]]) -> None:
+    """Overlay upstream's enum lists and "Possible enum values" texts (openapi_enums.json)."""
+    with open(os.path.join(os.path.dirname(__file__), "openapi_enums.json"), "rb") as f:
+        enums: dict[str, dict[str, dict[str, Any]]] = orjson.loads(f.read())
+    for name, fields in enums.items():
+        props = (defs.get(name) or {}).get("properties") or {}
+        for field, e in fields.items():
+            p = props.get(field)
+            if p is None:
+                continue
+            if "enum" in e:
+                base = p.get("description", "")
+                # as kube-openapi: the enum block is a paragraph of its own after the field's doc
+                p["description"] = f"{base}\n\n{e['doc']}" if base else e["doc"]
+                p["enum"] = e["enum"]
+            for sub in ("items", "additionalProperties"):
+                if sub in e and isinstance(p.get(sub), dict):
+                    p[sub]["enum"] = e[sub]["enum"]
+
+
 @functools.cache
 def definitions() -> dict[str, dict[str, Any]]:
     """All definitions by their upstream name, e.g. `io.k8s.api.core.v1.Pod`."""
-    with open(os.path.join(_schema_dir(), "_definitions.json"), "rb") as f:
-        defs: dict[str, dict[str, Any]] = orjson.loads(f.read())["$defs"]
+    defs = _load_shipped_definitions()
+    _add_enums(defs)
     # the removed extensions/v1beta1 and apps/v1beta1/v1beta2 workloads we still serve for old manifests
     from .deprecated_definitions import deprecated_workload_definitions
 

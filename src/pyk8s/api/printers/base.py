@@ -46,7 +46,9 @@ def doc(definition: str, prop: str) -> str:
         from ..definitions import definitions
 
         d = definitions().get(definition, {})
-        return (d.get("properties", {}).get(prop, {}) or {}).get("description", "")
+        text = (d.get("properties", {}).get(prop, {}) or {}).get("description", "")
+        # SwaggerDoc is the Go comment alone: without the OpenAPI "Possible enum values" paragraph
+        return text.split("\n\nPossible enum values:\n", 1)[0]
     except Exception:  # descriptions are cosmetic: never fail a table over them
         return ""
 
