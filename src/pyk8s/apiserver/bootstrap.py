@@ -3,6 +3,7 @@ system PriorityClasses and the default RBAC policy. Idempotent on every start.""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -64,6 +65,19 @@ async def run(server: Any) -> None:
         await _local_api_services(server)
     except E.StatusError as e:  # informational objects: never keep the server from starting
         log.error("bootstrap APIServices: %s", e.message)
+    await _flowcontrol(server)
+
+
+async def _flowcontrol(server: Any) -> None:
+    """API Priority and Fairness' mandatory and suggested objects, kept up to date (flowcontrol_bootstrap.py)."""
+    from . import flowcontrol_bootstrap as apf
+
+    try:
+        await apf.ensure_configuration(server)
+        await apf.update_dangling_conditions(server)
+    except E.StatusError as e:  # never keep the server from starting: the background round retries
+        log.error("bootstrap flow control configuration: %s", e.message)
+    server._tasks.append(asyncio.create_task(apf.run(server), name="apf-configuration"))
 
 
 # groupPriorityMinimum / versionPriority of kube-apiserver's own group versions (its aggregator table)
