@@ -76,5 +76,39 @@ def test_server_runs_a_kubelet(tmp_path):
         p = env.wait_running("inproc", 30)
         assert p["spec"]["nodeName"] == env.node
         env.wait_log("inproc", "c", lambda ls: "in-process kubelet" in ls)
+        for version in ("1.27", "1.33"):  # SPDY and WebSocket v5 attach through the API server
+            _kubectl_run_it_rm(env, version)
     finally:
         env.stop()
+
+
+def _kubectl_run_it_rm(env: InProcess, version: str) -> None:
+    """`kubectl run -it --rm` on a real terminal: the pod (stdin, stdinOnce, tty) starts, kubectl attaches to its
+    shell (TERM and the window size are the terminal's), `exit` ends the session and kubectl deletes the pod."""
+    from tests.cluster import kubectl_binaries
+    from tests.conftest import require
+    from tests.e2e.terminal import Terminal
+
+    bins = kubectl_binaries()
+    require(f"kubectl {version}", version in bins)
+    name = f"it-{version.replace('.', '-')}"
+    term = Terminal([bins[version], "run", name, "--image=busybox:e2e", "--image-pull-policy=IfNotPresent",
+                     "--restart=Never", "-it", "--rm", "--", "sh"],
+                    dict(os.environ, KUBECONFIG=env.cluster.kubeconfig, HOME=env.cluster.home), rows=33, cols=111)
+    try:
+        term.read_until(b"If you don't see a command prompt, try pressing enter.", 30)
+        term.type(b"\r")
+        term.read_until(b"# ")
+        term.type(b"echo term=$TERM; stty size\r")
+        term.read_until(b"term=xterm")
+        term.read_until(b"33 111")
+        p = env.pod(name)
+        assert p is not None
+        c = p["spec"]["containers"][0]
+        assert (c.get("stdin"), c.get("stdinOnce"), c.get("tty")) == (True, True, True)
+        term.type(b"exit\r")
+        assert term.wait(60) == 0, term.out
+        assert f'pod "{name}" deleted'.encode() in term.out, term.out
+    finally:
+        term.close()
+    env.wait_gone(name, 30)

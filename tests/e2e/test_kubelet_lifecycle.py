@@ -285,17 +285,18 @@ def test_pull_secrets_from_a_local_registry(env, tmp_path):
                                **spec)
 
         env.create(pod("nocreds"))
-        p = env.wait_pod("nocreds", lambda p: (_state(p, "c").get("waiting") or {}).get("reason") == "ErrImagePull",
-                         20, what="ErrImagePull")
-        msg = _state(p, "c")["waiting"]["message"]
-        assert msg.startswith(f'failed to pull and unpack image "{image}": '), msg
+        p = env.wait_pod("nocreds", lambda p: (_state(p, "c").get("waiting") or {}).get("reason")
+                         in ("ErrImagePull", "ImagePullBackOff"), 20, what="ErrImagePull")
+        waiting = _state(p, "c")["waiting"]
+        if waiting["reason"] == "ErrImagePull":  # a busy machine may only show the back-off that follows
+            assert waiting["message"].startswith(f'failed to pull and unpack image "{image}": '), waiting
         p = env.wait_pod("nocreds", lambda p: (_state(p, "c").get("waiting") or {}).get("reason")
                          == "ImagePullBackOff", 30, what="ImagePullBackOff")
         assert _state(p, "c")["waiting"]["message"] == f'Back-off pulling image "{image}"'
         evs = [(e["type"], e["reason"], e["message"]) for e in env.events("nocreds")]
         assert ("Normal", "Pulling", f'Pulling image "{image}"') in evs
-        assert any(t == "Warning" and r == "Failed" and m.startswith(f'Failed to pull image "{image}": ')
-                   for t, r, m in evs), evs
+        assert any(t == "Warning" and r == "Failed" and m.startswith(
+            f'Failed to pull image "{image}": failed to pull and unpack image "{image}": ') for t, r, m in evs), evs
         assert ("Warning", "Failed", "Error: ErrImagePull") in evs
         assert ("Normal", "BackOff", f'Back-off pulling image "{image}"') in evs
         assert ("Warning", "Failed", "Error: ImagePullBackOff") in evs

@@ -39,8 +39,11 @@ def _runtime_uids(env):
     out = set()
     d = os.path.join(env.data, "runtime", "containers")
     for cid in os.listdir(d):
-        with open(os.path.join(d, cid, "meta.json")) as f:
-            out.add(json.load(f)["config"]["labels"].get("io.kubernetes.pod.uid"))
+        try:
+            with open(os.path.join(d, cid, "meta.json")) as f:
+                out.add(json.load(f)["config"]["labels"].get("io.kubernetes.pod.uid"))
+        except FileNotFoundError:
+            continue  # being created or removed by the kubelet right now
     return out
 
 

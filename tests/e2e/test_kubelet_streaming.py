@@ -14,11 +14,9 @@ import asyncio
 import base64
 import contextlib
 import datetime as dt
-import fcntl
 import json
 import logging
 import os
-import pty
 import random
 import re
 import select
@@ -27,7 +25,6 @@ import socket
 import ssl
 import struct
 import subprocess
-import termios
 import threading
 import time
 import urllib.request
@@ -48,6 +45,7 @@ from pyk8s.kubelet.streaming import spdy
 from tests.cluster import Cluster, kubectl_binaries, raw_request
 from tests.conftest import require, require_binary
 from tests.e2e.imagebuild import import_busybox
+from tests.e2e.terminal import Terminal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(180)]
 
@@ -123,6 +121,7 @@ class World:
         self.current: dict[str, str] = {}
         self.previous: dict[str, str] = {}
         self.pod: dict[str, Any] = {}
+        self.others: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
         self.server: KubeletServer | None = None
         self.node = f"streaming-{tag}"
 
@@ -155,9 +154,44 @@ class World:
         return cid
 
     def lookup(self, namespace: str, name: str) -> Any:
+        if namespace == NS and name in self.others:
+            pod, current = self.others[name]
+            return pod, dict(current), {}
         if (namespace, name) != (NS, POD):
             return None
         return self.pod, dict(self.current), dict(self.previous)
+
+    def add_pod(self, name: str, containers: list[dict[str, Any]]) -> dict[str, Any]:
+        """Another pod in the API and in a sandbox of its own: its containers (k8s specs with `command`) run as given,
+        stdin/stdinOnce/tty included."""
+        current: dict[str, str] = {}
+
+        async def start_all() -> None:
+            sid = await self.rt.create_sandbox(SandboxConfig(uid=str(uuid.uuid4()), name=name, namespace=NS))
+            for c in containers:
+                cid = await self.rt.create_container(sid, ContainerConfig(
+                    name=c["name"], image="busybox:e2e", command=c["command"], tty=bool(c.get("tty")),
+                    stdin=bool(c.get("stdin")), stdin_once=bool(c.get("stdinOnce"))))
+                await self.rt.start_container(cid)
+                current[c["name"]] = cid
+
+        self.loop.run(start_all())
+        c = self.cluster
+        assert c is not None
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+               "spec": {"nodeName": self.node, "automountServiceAccountToken": False,
+                        "containers": [{"image": "busybox:e2e", **x} for x in containers]}}
+        r = raw_request(c, "POST", f"/api/v1/namespaces/{NS}/pods", pod)
+        assert r.status == 201, r.body
+        cstat = [{"name": x["name"], "ready": True, "restartCount": 0, "image": "busybox:e2e", "imageID": "",
+                  "containerID": f"runc://{current[x['name']]}", "started": True,
+                  "state": {"running": {"startedAt": _now()}}} for x in containers]
+        r = raw_request(c, "PATCH", f"/api/v1/namespaces/{NS}/pods/{name}/status",
+                        {"status": {"phase": "Running", "containerStatuses": cstat, "podIP": "127.0.0.1"}},
+                        headers={"Content-Type": "application/merge-patch+json"})
+        assert r.status == 200, r.body
+        self.others[name] = (r.json(), current)
+        return r.json()
 
     # ---- TLS
 
@@ -762,39 +796,15 @@ def test_kubectl_exec(world, version):
 def test_kubectl_exec_tty(world, version):
     """`kubectl exec -it` on a real terminal: the window size reaches the container, input is echoed."""
     kubectl = _kubectl(world, version)
-    pid, fd = pty.fork()
-    if pid == 0:  # child: kubectl on the pty
-        os.execve(kubectl, [kubectl, "exec", "-it", POD, "-c", "static", "--", "sh", "-c",
-                            "echo ready; read x; stty size; echo got:$x"], _env(world))
+    term = Terminal([kubectl, "exec", "-it", POD, "-c", "static", "--", "sh", "-c",
+                     "echo ready; read x; stty size; echo got:$x"], _env(world), rows=33, cols=111)
     try:
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
-        out = b""
-        deadline = time.monotonic() + 30
-        sent = False
-        status = None
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([fd], [], [], 0.2)
-            if r:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    chunk = b""
-                out += chunk
-                if not chunk:
-                    _, status = os.waitpid(pid, 0)
-                    pid = 0
-                    break
-            if not sent and b"ready" in out:
-                os.write(fd, b"typed\r")
-                sent = True
-        assert b"33 111" in out and b"got:typed" in out, out
-        assert status is not None and os.waitstatus_to_exitcode(status) == 0, out
+        term.read_until(b"ready")
+        term.type(b"typed\r")
+        assert term.wait() == 0, term.out
+        assert b"33 111" in term.out and b"got:typed" in term.out, term.out
     finally:
-        if pid:
-            with contextlib.suppress(OSError):
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-        os.close(fd)
+        term.close()
 
 
 @pytest.mark.parametrize("version", _versions())
@@ -886,6 +896,78 @@ def test_kubectl_attach(world, version):
     finally:
         p.kill()
         p.wait(10)
+
+
+def _read_until(p: subprocess.Popen, want: bytes, timeout: float = 20) -> bytes:
+    out = b""
+    deadline = time.monotonic() + timeout
+    assert p.stdout is not None
+    os.set_blocking(p.stdout.fileno(), False)
+    while want not in out and time.monotonic() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 0.2)
+        if r:
+            chunk = p.stdout.read()
+            if not chunk and p.poll() is not None:
+                break
+            out += chunk or b""
+    assert want in out, (out, p.stderr.read() if p.stderr else b"")
+    return out
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.33"])
+def test_kubectl_attach_stdin(world, version):
+    """`kubectl attach -i` to a `stdin: true` container: input reaches the container's stdin, which stays open
+    across clients (no stdinOnce), over SPDY (1.27) and WebSocket v5 (1.33)."""
+    minor = version.split(".")[1]
+    name = f"stdin-{minor}"
+    world.add_pod(name, [{"name": "reader", "stdin": True,
+                          "command": ["sh", "-c", "while read l; do echo got:$l; echo err:$l >&2; done; echo stdin-eof"]}])
+    mark = len(world.protolog.lines)
+    for word in ("one", "two"):  # two clients in turn: the second finds stdin still open
+        p = subprocess.Popen([_kubectl(world, version), "attach", "-i", name, "-c", "reader"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(world))
+        try:
+            time.sleep(0.3)  # give kubectl time to set up its streams, as a user would
+            assert p.stdin is not None
+            p.stdin.write(word.encode() + b"\n")
+            p.stdin.flush()
+            out = _read_until(p, f"got:{word}".encode())
+            assert b"stdin-eof" not in out
+        finally:
+            p.kill()
+            p.wait(10)
+    used = _protocols_since(world, mark)
+    assert any(("websocket v5.channel.k8s.io" if minor == "33" else "spdy v4.channel.k8s.io") in ln for ln in used)
+    st = world.loop.run(world.rt.container_status(world.others[name][1]["reader"]))
+    assert st.state == "running"
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.33"])
+def test_kubectl_attach_tty_stdin_once(world, version):
+    """`kubectl attach -it` on a real terminal to a `tty: true, stdin: true, stdinOnce: true` container (what
+    `kubectl run -it` makes): the shell's prompt and echo come back, the window size and its changes reach it, and
+    `exit` ends the container and the session."""
+    minor = version.split(".")[1]
+    name = f"tty-{minor}"
+    world.add_pod(name, [{"name": "shell", "stdin": True, "stdinOnce": True, "tty": True, "command": ["sh"]}])
+    term = Terminal([_kubectl(world, version), "attach", "-it", name, "-c", "shell"], _env(world), rows=33, cols=111)
+    try:
+        term.read_until(b"If you don't see a command prompt, try pressing enter.")
+        term.type(b"\r")
+        term.read_until(b"# ")
+        term.type(b"stty size; tty\r")
+        term.read_until(b"33 111")
+        term.read_until(b"/dev/pts/")
+        term.resize(40, 120)
+        time.sleep(0.5)  # kubectl sends the new size on SIGWINCH
+        term.type(b"stty size\r")
+        term.read_until(b"40 120")
+        term.type(b"exit\r")
+        assert term.wait() == 0, term.out
+    finally:
+        term.close()
+    st = world.loop.run(world.rt.wait_exit(world.others[name][1]["shell"], 15))
+    assert st.state == "exited" and st.exit_code == 0
 
 
 # ============================================================================ the official Python client, API errors

@@ -130,7 +130,8 @@ def container_config(pod: dict[str, Any], c: dict[str, Any], image_ref: str, env
     return ContainerConfig(
         name=c["name"], image=image_ref, command=command, args=args, working_dir=c.get("workingDir") or "",
         env=env, mounts=mounts, resources=res, security=security_context(pod, c, seccomp_root), attempt=attempt,
-        stop_signal=stop_signal, tty=bool(c.get("tty")),
+        stop_signal=stop_signal, tty=bool(c.get("tty")), stdin=bool(c.get("stdin")),
+        stdin_once=bool(c.get("stdinOnce")),
         labels={POD_UID: md["uid"], POD_NAME: md["name"], POD_NAMESPACE: md.get("namespace") or "default",
                 CONTAINER_NAME: c["name"]},
         annotations=ann,

@@ -318,7 +318,12 @@ class KubeletServer:
             if verb == "exec":
                 status = await RC.run_command(argv_for, streams, cmd)
             else:
-                status = await RC.run_attach(streams, log_path, lambda: self._running(cid))  # type: ignore[arg-type]
+                status = None
+                sock = getattr(self.runtime, "attach_socket", lambda _c: "")(cid)
+                if sock:
+                    status = await RC.run_attach_shim(streams, sock)
+                if status is None:  # a runtime (or an older shim) without an attach socket: follow the log
+                    status = await RC.run_attach(streams, log_path, lambda: self._running(cid))  # type: ignore[arg-type]
             await streams.write_status(status)
         except Exception as e:  # the client must still learn how it ended
             log.exception("%s in %s/%s/%s failed", verb, ns, name, container)

@@ -151,6 +151,8 @@ class ContainerConfig:
     log_path: str = ""  # default: <sandbox log dir>/<name>/<attempt>.log, as upstream
     stop_signal: str = ""  # default: the image's StopSignal, else SIGTERM
     tty: bool = False
+    stdin: bool = False  # keep the container's stdin open for attach (k8s `stdin`)
+    stdin_once: bool = False  # close it when the first attached client detaches (k8s `stdinOnce`)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
 

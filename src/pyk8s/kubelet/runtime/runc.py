@@ -416,6 +416,7 @@ class RuncRuntime(ContainerRuntime):
     async def _spawn_shim(self, meta: dict[str, Any]) -> None:
         cid = meta["id"]
         d = self._c_path(cid)
+        cfg = meta.get("config") or {}
         r, w = os.pipe()
         try:
             shim_log = open(os.path.join(d, "shim.log"), "ab")
@@ -425,6 +426,8 @@ class RuncRuntime(ContainerRuntime):
                     "--bundle", d, "--state-dir", d, "--log", meta["log_path"],
                     "--log-max-size", str(self.log_max_size), "--log-max-files", str(self.log_max_files),
                     "--cgroup-path", meta["cgroup_path"], "--ready-fd", str(w),
+                    "--stdin", str(int(bool(cfg.get("stdin")))), "--stdin-once", str(int(bool(cfg.get("stdin_once")))),
+                    "--tty", str(int(bool(cfg.get("tty")))),
                     stdin=asyncio.subprocess.DEVNULL, stdout=shim_log, stderr=shim_log, pass_fds=(w,),
                     start_new_session=True)
             finally:
@@ -551,6 +554,11 @@ class RuncRuntime(ContainerRuntime):
             out, err = await proc.communicate()
             return ExecResult(exit_code=-1, stdout=out, stderr=err, timed_out=True)
         return ExecResult(exit_code=proc.returncode or 0, stdout=out, stderr=err)
+
+    def attach_socket(self, container_id: str) -> str:
+        """The shim's attach socket of a running container ("" when its shim serves none, e.g. an older shim's)."""
+        path = self._c_path(container_id, "attach.sock")
+        return path if os.path.exists(path) else ""
 
     def exec_command(self, container_id: str, cmd: list[str], tty: bool = False) -> list[str]:
         return [self.runc, "--root", self.runc_root, "exec", *(["--tty"] if tty else []), container_id, *cmd]

@@ -10,16 +10,31 @@ reports `{"pid": N}` (or `{"error": ...}`) on the ready fd, then:
   rotating the file by size;
 * reaps the container's init (re-parented to us when runc exits) and writes
   `exit.json` with the exit code (128+signal when killed) and whether the cgroup's OOM
-  counter moved.
+  counter moved;
+* serves `attach.sock` in its state dir for `kubectl attach`: every client gets the
+  container's output as it is written, and may send stdin (kept open on a pipe for a
+  `stdin: true` container, closed after the first client with `stdinOnce`) and terminal
+  sizes. A `tty: true` container runs on a pty: runc hands the master to us over
+  `console.sock`, and its output is logged as stdout, as upstream.
+
+Attach frames, both ways: one type byte, a 4-byte big-endian length, the payload. To the
+client: 1 stdout, 2 stderr. From the client: 0 stdin data, 3 stdin closed, 4 terminal size
+(two big-endian 16-bit numbers: width, height).
 """
 
 from __future__ import annotations
 
+import array
 import ctypes
+import fcntl
 import json
 import os
+import queue
 import signal
+import socket
+import struct
 import sys
+import termios
 import threading
 import time
 
@@ -77,8 +92,169 @@ class CRILog:
             self.size = self.f.tell()
 
 
-def pump(fd: int, stream: bytes, log: CRILog) -> None:
+FRAME = struct.Struct(">BI")
+OUT_STDOUT, OUT_STDERR = 1, 2
+IN_STDIN, IN_CLOSE, IN_RESIZE = 0, 3, 4
+CLIENT_BACKLOG = 1024  # output frames queued for one slow attach client before it is dropped
+
+
+class AttachClient:
+    """One attached client: output frames go out from its own thread, so a slow client never stalls the log."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.q: queue.Queue[bytes | None] = queue.Queue(CLIENT_BACKLOG)
+        threading.Thread(target=self._send, daemon=True).start()
+
+    def offer(self, frame: bytes | None) -> bool:
+        try:
+            self.q.put_nowait(frame)
+            return True
+        except queue.Full:
+            return False
+
+    def _send(self) -> None:
+        try:
+            while (frame := self.q.get()) is not None:
+                self.conn.sendall(frame)
+        except OSError:
+            pass
+        finally:
+            try:
+                self.conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class AttachServer:
+    """attach.sock: output to every client, stdin and resizes from them (see the module docstring)."""
+
+    def __init__(self, path: str, stdin_fd: int, stdin_once: bool, tty_fd: int) -> None:
+        self.lock = threading.Lock()
+        self.clients: list[AttachClient] = []
+        self.stdin_fd = stdin_fd  # where client input goes (a pipe's write end or the pty master); -1: none
+        self.stdin_once = stdin_once
+        self.tty_fd = tty_fd
+        self.closed = False
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chmod(path, 0o600)
+        self.sock.listen(16)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def broadcast(self, kind: int, data: bytes) -> None:
+        if not self.clients:
+            return
+        frame = FRAME.pack(kind, len(data)) + data
+        with self.lock:
+            for c in list(self.clients):
+                if not c.offer(frame):
+                    self.clients.remove(c)  # too far behind: it is dropped, as a stalled attach is upstream
+                    c.offer(None)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            client = AttachClient(conn)
+            with self.lock:
+                if self.closed:
+                    client.offer(None)
+                    continue
+                self.clients.append(client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: AttachClient) -> None:
+        f = client.conn.makefile("rb")
+        used_stdin = False
+        try:
+            while True:
+                head = f.read(FRAME.size)
+                if len(head) < FRAME.size:
+                    break
+                kind, n = FRAME.unpack(head)
+                data = f.read(n)
+                if len(data) < n:
+                    break
+                if kind == IN_STDIN:
+                    used_stdin = True
+                    self._write_stdin(data)
+                elif kind == IN_CLOSE:
+                    used_stdin = True
+                    if self.stdin_once:  # otherwise stdin stays open for the next client, as upstream
+                        self._close_stdin()
+                elif kind == IN_RESIZE and self.tty_fd >= 0 and n == 4:
+                    w, h = struct.unpack(">HH", data)
+                    try:
+                        fcntl.ioctl(self.tty_fd, termios.TIOCSWINSZ, struct.pack("HHHH", h, w, 0, 0))
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+        finally:
+            with self.lock:
+                if client in self.clients:
+                    self.clients.remove(client)
+            client.offer(None)
+            if used_stdin and self.stdin_once:
+                self._close_stdin()  # stdinOnce: the first client's detach ends the container's stdin
+
+    def _write_stdin(self, data: bytes) -> None:
+        with self.lock:
+            fd = self.stdin_fd
+        view = memoryview(data)
+        while view and fd >= 0:
+            try:
+                view = view[os.write(fd, view):]
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+
+    def _close_stdin(self) -> None:
+        with self.lock:
+            fd, self.stdin_fd = self.stdin_fd, -1
+        if fd >= 0 and fd != self.tty_fd:  # a terminal has no half-close: its input just stops being forwarded
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            clients, self.clients = self.clients, []
+        for c in clients:
+            c.offer(None)
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def receive_fd(sock: socket.socket) -> int:
+    """The one fd runc sends over the console socket (SCM_RIGHTS)."""
+    conn, _ = sock.accept()
+    with conn:
+        fds = array.array("i")
+        _, anc, _, _ = conn.recvmsg(4096, socket.CMSG_SPACE(fds.itemsize))
+        for level, typ, data in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+    if not fds:
+        raise OSError("runc sent no console fd")
+    return fds[0]
+
+
+def pump(fd: int, stream: bytes, log: CRILog, attach: AttachServer | None = None, close: bool = True) -> None:
     buf = b""
+    kind = OUT_STDOUT if stream == b"stdout" else OUT_STDERR
     while True:
         try:
             chunk = os.read(fd, 65536)
@@ -88,6 +264,8 @@ def pump(fd: int, stream: bytes, log: CRILog) -> None:
             chunk = b""
         if not chunk:
             break
+        if attach is not None:
+            attach.broadcast(kind, chunk)
         buf += chunk
         while True:
             nl = buf.find(b"\n")
@@ -103,7 +281,8 @@ def pump(fd: int, stream: bytes, log: CRILog) -> None:
             buf = buf[MAX_LINE:]
     if buf:
         log.write(stream, b"F", buf)
-    os.close(fd)
+    if close:
+        os.close(fd)
 
 
 def oom_kills(cgroup_path: str) -> int:
@@ -172,6 +351,9 @@ class Args:
     log_max_files = 5
     cgroup_path = ""
     ready_fd = -1
+    stdin = 0  # 1: keep the container's stdin open on a pipe for attach
+    stdin_once = 0
+    tty = 0  # 1: the container runs on a pty (its OCI config has process.terminal)
     exec_json = ""  # process-runtime mode: run the process described by this JSON file instead of runc create
 
 
@@ -230,27 +412,67 @@ def main(argv: list[str] | None = None) -> int:
     with open(os.path.join(a.state_dir, "shim.pid"), "w") as f:
         f.write(str(os.getpid()))
 
+    # sockets are bound by relative name: a state dir's path may not fit in sun_path's 108 bytes (runc chdirs into
+    # the bundle, which is this directory, before dialing the console socket)
+    os.chdir(a.state_dir)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     pid_file = os.path.join(a.state_dir, "init.pid")
     runc_log = os.path.join(a.state_dir, "runc.log")
     devnull = os.open(os.devnull, os.O_RDONLY)
+    tty = bool(a.tty) and not a.exec_json
+    stdin_r, stdin_w = os.pipe() if a.stdin and not tty else (devnull, -1)
+    console: socket.socket | None = None
+    got: dict[str, int] = {}
+    receiver: threading.Thread | None = None
+    if tty:
+        console = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            os.unlink("console.sock")
+        except OSError:
+            pass
+        console.bind("console.sock")
+        console.listen(1)
+
+        def receive() -> None:
+            try:
+                got["fd"] = receive_fd(console)
+            except OSError:
+                pass
+
+        receiver = threading.Thread(target=receive, daemon=True)
+        receiver.start()
     ready = a.ready_fd
     if a.exec_json:
         with open(a.exec_json) as f:
             spec = json.load(f)
-        child = spawn(spec["args"], devnull, out_w, err_w, spec.get("env"), spec.get("cwd") or None, True)
+        child = spawn(spec["args"], stdin_r, out_w, err_w, spec.get("env"), spec.get("cwd") or None, True)
         rc = 0
         with open(pid_file, "w") as f:
             f.write(str(child))
     else:
-        # runc passes its own stdio through to the container's init: the pipes become the container's stdout/err
+        # runc passes its own stdio through to the container's init: the pipes become the container's stdio
+        # (a TTY container's init gets the pty slave instead; runc sends us the master)
         child = spawn([a.runc, "--root", a.root, "--log", runc_log, "--log-format", "json", "create",
-                       "--bundle", a.bundle, "--pid-file", pid_file, a.id], devnull, out_w, err_w)
+                       "--bundle", a.bundle, "--pid-file", pid_file,
+                       *(["--console-socket", "console.sock"] if tty else []), a.id], stdin_r, out_w, err_w)
         rc = _wait_status(child)
     os.close(out_w)
     os.close(err_w)
+    if stdin_r != devnull:
+        os.close(stdin_r)
     os.close(devnull)
+    master = -1
+    if receiver is not None and console is not None:
+        receiver.join(10 if rc == 0 else 0.1)
+        console.close()
+        try:
+            os.unlink("console.sock")
+        except OSError:
+            pass
+        master = got.get("fd", -1)
+        if rc == 0 and master < 0:
+            rc, _msg = 1, "runc sent no console"
     if rc != 0:
         msg = _runc_error(runc_log)
         # exit.json before the ready message: whoever reads the error must also see the final status
@@ -264,7 +486,13 @@ def main(argv: list[str] | None = None) -> int:
         init_pid = int(f.read().strip())
     log = CRILog(a.log, a.log_max_size, a.log_max_files)
     signal.signal(signal.SIGUSR1, lambda *_: log.reopen())  # ReopenContainerLog, after external rotation
-    pumps = [threading.Thread(target=pump, args=(fd, s, log), daemon=True) for fd, s in ((out_r, b"stdout"), (err_r, b"stderr"))]
+    attach = AttachServer("attach.sock", master if master >= 0 else stdin_w, bool(a.stdin_once), master)
+    if master >= 0 and not a.stdin:
+        attach.stdin_fd = -1  # a TTY without stdin: nothing a client types reaches it
+    sources = [(out_r, b"stdout", True), (err_r, b"stderr", True)]
+    if master >= 0:
+        sources.append((master, b"stdout", False))  # closed below, after the attach server lets go of it
+    pumps = [threading.Thread(target=pump, args=(fd, s, log, attach, close), daemon=True) for fd, s, close in sources]
     for t in pumps:
         t.start()
     oom_before = oom_kills(a.cgroup_path) if a.cgroup_path else 0
@@ -295,6 +523,14 @@ def main(argv: list[str] | None = None) -> int:
     finished = time.time()
     for t in pumps:  # the container's other processes die with its init; don't wait long for stragglers
         t.join(2.0)
+    attach.close()
+    try:
+        os.unlink("attach.sock")
+    except OSError:
+        pass
+    attach._close_stdin()
+    if master >= 0:
+        os.close(master)
     oom = bool(a.cgroup_path) and oom_kills(a.cgroup_path) > oom_before
     _write_json(os.path.join(a.state_dir, "exit.json"),
                 {"exit_code": code, "finished_at": finished, "oom_killed": oom and code == 137})

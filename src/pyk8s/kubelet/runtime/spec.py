@@ -66,6 +66,8 @@ def merge_env(config: ContainerConfig, image_cfg: dict[str, Any], hostname: str)
     put(f"HOSTNAME={hostname}")
     for kv in image_cfg.get("Env") or []:
         put(kv)
+    if config.tty:
+        put("TERM=xterm")  # as containerd's CRI does for a TTY container (the pod's env may override it)
     for k, v in config.env:
         put(f"{k}={v}")
     return [f"{k}={values[k]}" for k in order]
@@ -106,7 +108,7 @@ def build_spec(*, config: ContainerConfig, image_cfg: dict[str, Any], rootfs: st
     caps = effective_caps(sec.capabilities_add, sec.capabilities_drop, sec.privileged, allowed_caps)
     uid, gid, gids = user
     process: dict[str, Any] = {
-        "terminal": False,
+        "terminal": config.tty,  # runc hands the pty master to the shim over its console socket
         "user": {"uid": uid, "gid": gid, "additionalGids": gids},
         "args": merge_args(config, image_cfg),
         "env": merge_env(config, image_cfg, sandbox.hostname),

@@ -483,11 +483,11 @@ async def _copy_in(reader: Reader, write: Callable[[bytes], Awaitable[None]] | N
 
 
 async def run_attach(streams: Streams, log_path: str, is_running: Callable[[], Awaitable[bool]]) -> dict[str, Any]:
-    """Stream what the container prints from now on until it exits (or the client leaves).
+    """Stream what the container prints from now on until it exits (or the client leaves), from its log.
 
-    The runtime's shim owns the container's stdio and writes it to the CRI log, so attach
-    follows that log from its current end; the container's stdin is not connected (our
-    containers run with stdin closed), so client input is read and dropped.
+    The fallback for a runtime whose shim serves no attach socket (run_attach_shim): the
+    shim writes the container's stdio to the CRI log, so attach follows that log from its
+    current end; there is no way into the container's stdin, so client input is dropped.
     """
     from .logs import LogOptions, stream_log
 
@@ -518,6 +518,93 @@ async def run_attach(streams: Streams, log_path: str, is_running: Callable[[], A
         for t in (*tasks, follow, gone):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+    for w in (streams.stdout, streams.stderr):
+        if w is not None:
+            with contextlib.suppress(Exception):
+                await w.close()
+    return success_status()
+
+
+_FRAME = struct.Struct(">BI")
+_OUT_STDOUT, _OUT_STDERR = 1, 2
+_IN_STDIN, _IN_CLOSE, _IN_RESIZE = 0, 3, 4
+
+
+async def _open_unix(path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    # through the directory's fd: a state dir's path may not fit in sun_path's 108 bytes
+    dirfd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
+    try:
+        return await asyncio.open_unix_connection(f"/proc/self/fd/{dirfd}/{os.path.basename(path)}")
+    finally:
+        os.close(dirfd)
+
+
+async def run_attach_shim(streams: Streams, socket_path: str) -> dict[str, Any] | None:
+    """Attach through the container's shim: its output as it is written, the client's stdin and terminal sizes
+    into it (the shim keeps a `stdin: true` container's stdin open, and a TTY container's pty master).
+
+    None when the shim's socket does not answer (the container just exited): the caller falls back to the log.
+    """
+    try:
+        reader, writer = await _open_unix(socket_path)
+    except OSError:
+        return None
+    loop = asyncio.get_running_loop()
+    tty = streams.opts.tty
+    targets = {_OUT_STDOUT: streams.stdout, _OUT_STDERR: streams.stdout if tty else streams.stderr}
+    wlock = asyncio.Lock()
+
+    async def send(kind: int, data: bytes) -> None:
+        async with wlock:
+            writer.write(_FRAME.pack(kind, len(data)) + data)
+            await writer.drain()
+
+    async def output() -> None:
+        while True:
+            try:
+                head = await reader.readexactly(_FRAME.size)
+                kind, n = _FRAME.unpack(head)
+                data = await reader.readexactly(n)
+            except (asyncio.IncompleteReadError, ConnectionError, OSError):
+                return  # the container exited (its shim hung up)
+            w = targets.get(kind)
+            if w is not None:
+                try:
+                    await w.write(data)
+                except (ConnectionError, OSError, RuntimeError):
+                    targets[kind] = None
+
+    async def stdin_in() -> None:
+        assert streams.stdin is not None
+        await send(_IN_STDIN, b"")  # this client holds stdin (stdinOnce closes it when we leave)
+        while data := await streams.stdin.read():
+            await send(_IN_STDIN, data)
+        await send(_IN_CLOSE, b"")
+
+    async def resizes() -> None:
+        assert streams.resize is not None
+        events = ResizeEvents(streams.resize)
+        while (size := await events.next()) is not None:
+            await send(_IN_RESIZE, struct.pack(">HH", min(size[0], 65535), min(size[1], 65535)))
+
+    tasks: list[asyncio.Task[Any]] = []
+    if streams.stdin is not None:
+        tasks.append(loop.create_task(stdin_in()))
+    if streams.resize is not None:
+        tasks.append(loop.create_task(resizes()))
+    out = loop.create_task(output())
+    gone = loop.create_task(streams.gone.wait())
+    try:
+        await asyncio.wait({out, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in (*tasks, out, gone):
+            t.cancel()
+        for t in (*tasks, out, gone):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
     for w in (streams.stdout, streams.stderr):
         if w is not None:
             with contextlib.suppress(Exception):
