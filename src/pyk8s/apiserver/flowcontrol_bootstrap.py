@@ -16,6 +16,12 @@ referenced PriorityLevelConfiguration exists, True when it does not.
 
 What we do not do is classify and queue requests by these objects (real APF): they are
 served, kept and reported, but every request is admitted at once.
+
+Sources: the objects follow upstream's bootstrap/default.go and a v1.27 cluster's
+`kubectl get flowschemas,prioritylevelconfigurations`; the v1 fields the stored copy of
+default.go predates (lendablePercent, the exempt level's `exempt` section) and the
+endpoint-controller and probes schemas are written from the v1.33 release as we know it,
+not checked line by line against its source.
 """
 
 from __future__ import annotations
