@@ -221,18 +221,25 @@ def first_service_ip(service_cidr: str) -> str:
     return str(net.network_address + 1)
 
 
+# Pod-network plumbing (ours, CNI's, tests') comes and goes; its addresses are not the machine's,
+# and counting them would re-issue the serving certificate whenever a bridge appeared.
+_VIRTUAL_LINK_KINDS = frozenset({"bridge", "veth", "vxlan", "geneve", "ipip", "gre", "wireguard", "tun"})
+
+
 def _ip_json_addresses() -> list[str] | None:
-    """Global addresses from `ip -j addr`; None when the tool is unavailable or fails."""
+    """Global addresses from `ip -j -d addr`, pod-network links left out; None when `ip` fails."""
     ip = shutil.which("ip") or next((p for p in ("/usr/sbin/ip", "/sbin/ip") if os.path.exists(p)), None)
     if not ip:
         return None
     try:
-        out = subprocess.run([ip, "-j", "addr"], capture_output=True, timeout=3, check=True).stdout
+        out = subprocess.run([ip, "-j", "-d", "addr"], capture_output=True, timeout=3, check=True).stdout
         links = json.loads(out or b"[]")
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
     addrs: list[str] = []
     for link in links:
+        if (link.get("linkinfo") or {}).get("info_kind") in _VIRTUAL_LINK_KINDS:
+            continue
         for info in link.get("addr_info", []):
             local = info.get("local")
             if local and info.get("scope") not in ("host", "link"):
@@ -255,9 +262,8 @@ def _socket_addresses(hostname: str) -> list[str]:
 
 def local_addresses() -> list[str]:
     """The machine's non-loopback, non-link-local IP addresses (IPv4 first, de-duplicated)."""
-    raw = _ip_json_addresses()
-    if raw is None:
-        raw = _socket_addresses(socket.gethostname())
+    # the default route's source address always counts, even when its link is a veth (containers)
+    raw = (_ip_json_addresses() or []) + _socket_addresses(socket.gethostname())
     seen: dict[str, ipaddress.IPv4Address | ipaddress.IPv6Address] = {}
     for a in raw:
         try:
