@@ -140,3 +140,50 @@ def test_etcd_prefixes_both_ways(tmp_path):
                 await s.close()
 
     run(main())
+
+
+def test_cli_with_etcd_tls_both_ways(tmp_path, capsys):
+    """`pyk8s datastore migrate` with --etcd-cafile/--etcd-certfile/--etcd-keyfile, as `pyk8s server` takes them."""
+    from pyk8s.apiserver.certs import ensure_pki
+    from pyk8s.cli.main import main as cli
+    from tests.etcd_helper import EtcdCluster
+
+    pki = ensure_pki(tmp_path / "pki-home", ["127.0.0.1"])
+    tls = {"cert": str(pki.serving_cert_path), "key": str(pki.serving_key_path), "ca": str(pki.ca_cert_path),
+           "client_cert": str(pki.admin_cert_path), "client_key": str(pki.admin_key_path)}
+    flags = ["--etcd-cafile", tls["ca"], "--etcd-certfile", tls["client_cert"], "--etcd-keyfile", tls["client_key"]]
+    src, back = tmp_path / "a.db", tmp_path / "back.db"
+
+    async def make() -> dict[str, bytes]:
+        s = SQLiteStore(str(src))
+        await s.start()
+        try:
+            await fill(s, 20)
+            return await contents(s)
+        finally:
+            await s.close()
+
+    async def read(path: str) -> dict[str, bytes]:
+        s = SQLiteStore(path)
+        await s.start()
+        try:
+            return await contents(s)
+        finally:
+            await s.close()
+
+    want = run(make())
+    with EtcdCluster(tmp_path / "etcd", 1, tls=tls) as c:
+        assert cli(["datastore", "migrate", "--from", f"sqlite://{src}", "--to", c.endpoint, "--etcd-prefix",
+                    "/tls", *flags]) == 0
+        out = capsys.readouterr()
+        assert f"copied {len(want)} keys" in out.out and f"to {c.endpoint} (prefix /tls)" in out.out
+        assert "  configmaps" in out.out and "copying" in out.err
+        r = c.etcdctl(c.members[0], "get", "/tls/namespaces/ns0", "--print-value-only")
+        assert r.stdout.strip() == "{}"
+        # without the client certificate etcd refuses, and the command says why
+        assert cli(["datastore", "migrate", "--from", c.endpoint, "--to", f"sqlite://{back}",
+                    "--etcd-cafile", tls["ca"]]) == 1
+        assert "cannot reach etcd" in capsys.readouterr().err
+        assert cli(["datastore", "migrate", "--from", c.endpoint, "--etcd-prefix", "/tls", "--to",
+                    f"sqlite://{back}", "--quiet", *flags]) == 0
+        assert run(read(str(back))) == want
