@@ -132,6 +132,13 @@ def test_restart_keeps_opted_out_edits_and_restores_the_rest(server):
       "-p", '{"spec":{"limited":{"nominalConcurrencyShares":50}}}')
     # deleted: re-created
     k("delete", "flowschemas", "probes")
+    # auto-updated but no longer in the bootstrap set (as a renamed upstream object): removed
+    stale = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+             "metadata": {"name": "stale", "annotations": {"apf.kubernetes.io/autoupdate-spec": "true"}},
+             "spec": {"priorityLevelConfiguration": {"name": "global-default"}, "matchingPrecedence": 9950,
+                      "rules": [{"subjects": [{"kind": "User", "user": {"name": "bob"}}],
+                                 "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/version"]}]}]}}
+    k("create", "-f", "-", input=json.dumps(stale))
     untouched = _get(server, "flowschemas", "system-nodes")["metadata"]["resourceVersion"]
 
     server.stop()
@@ -146,6 +153,7 @@ def test_restart_keeps_opted_out_edits_and_restores_the_rest(server):
     assert _get(server, "flowschemas", "probes")["metadata"]["generation"] == 1
     # idempotent: an object nobody touched is not rewritten
     assert _get(server, "flowschemas", "system-nodes")["metadata"]["resourceVersion"] == untouched
+    assert k("get", "flowschemas", "stale", check=False).returncode == 1
     rows = _rows(server.kubectl("get", "flowschemas").stdout)
     assert [r[0] for r in rows[1:]] == [
         "exempt", "probes", "system-leader-election", "endpoint-controller", "workload-leader-election",

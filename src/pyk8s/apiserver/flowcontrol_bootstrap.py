@@ -9,7 +9,8 @@ minute:
 * a mandatory object's spec is always put back (except the exempt level's concurrency
   numbers, which operators may tune);
 * a suggested object's spec is put back only while the annotation says "true" (or, with no
-  parsable annotation, while its generation is still 1): set it to "false" and edits stay.
+  parsable annotation, while its generation is still 1): set it to "false" and edits stay;
+* an object annotated "true" that is not in the bootstrap set is deleted.
 
 Its config consumer then writes each FlowSchema's `Dangling` condition: False while the
 referenced PriorityLevelConfiguration exists, True when it does not.
@@ -162,11 +163,15 @@ SUGGESTED_FLOW_SCHEMAS = [
 # --- the ensurer ----------------------------------------------------------------------------------
 
 
+def _parse_bool(value: str | None) -> bool | None:
+    """Go's strconv.ParseBool, None where it fails."""
+    return {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+            "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}.get(value or "")
+
+
 def _auto_update(obj: dict) -> bool:
     """Upstream's shouldUpdateSpec: the annotation decides; without a boolean there, generation 1 does."""
-    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(AUTO_UPDATE_ANNOTATION)
-    parsed = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
-              "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}.get(value or "")
+    parsed = _parse_bool(((obj.get("metadata") or {}).get("annotations") or {}).get(AUTO_UPDATE_ANNOTATION))
     if parsed is not None:
         return parsed
     return (obj.get("metadata") or {}).get("generation") == 1
@@ -221,6 +226,30 @@ async def ensure_configuration(server: Any) -> None:
     ):
         for want in objs:
             await _ensure_one(server, plural, want, mandatory)
+    await _remove_unwanted(server)
+
+
+async def _remove_unwanted(server: Any) -> None:
+    """As upstream's RemoveUnwantedObjects: an auto-updated object the bootstrap set no longer has goes."""
+    for plural, objs in (
+        ("prioritylevelconfigurations", MANDATORY_PRIORITY_LEVELS + SUGGESTED_PRIORITY_LEVELS),
+        ("flowschemas", MANDATORY_FLOW_SCHEMAS + SUGGESTED_FLOW_SCHEMAS),
+    ):
+        res = server.registry.get(GROUP, "v1", plural)
+        cache = await server.rest.cache_for(res)
+        await server.rest.fresh()
+        wanted = {o["metadata"]["name"] for o in objs}
+        for obj in list(cache.objects.values()):
+            md = obj.get("metadata") or {}
+            value = (md.get("annotations") or {}).get(AUTO_UPDATE_ANNOTATION)
+            if md.get("name") in wanted or _parse_bool(value) is not True or md.get("deletionTimestamp"):
+                continue
+            try:
+                await server.rest.delete(res, None, md["name"], {"preconditions": {"uid": md.get("uid")}},
+                                         RequestContext(field_manager=PRODUCER))
+            except E.StatusError as e:
+                if e.code not in (404, 409):  # gone or replaced meanwhile
+                    raise
 
 
 def _dangling(level: str, exists: bool) -> dict[str, str]:
