@@ -1,8 +1,9 @@
 """An event recorder: core/v1 Events with upstream's aggregation of repeats.
 
-A repeat of the same (object, type, reason, message, source) within the correlation
-window updates the existing Event's count and lastTimestamp, which kubectl shows as
-"(x3 over 2m)".
+Events go through client-go's correlation (events_cache.py): a repeat of the same (object,
+type, reason, message, source) updates the existing Event's count and lastTimestamp, which
+kubectl shows as "(x3 over 2m)"; many similar events about one object are combined, and a
+source+object pair is rate-limited (25 burst, then one per 5 minutes).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..api.errors import StatusError
+from .events_cache import Correlated, EventCorrelator
 from .rest import Client
 
 log = logging.getLogger("pyk8s.events")
@@ -46,49 +48,59 @@ class EventRecorder:
         self.component = component
         self.host = host
         self.instance = f"{component}-{socket.gethostname()}"
-        self._seen: dict[tuple[str, ...], tuple[str, str, int, float]] = {}  # key -> (ns, name, count, last)
+        self.correlator = EventCorrelator()
         self._pending: set[asyncio.Task[Any]] = set()
+        self._last_write: dict[str, asyncio.Task[Any]] = {}  # Event name -> its latest write
 
     def event(self, obj: dict[str, Any], type: str, reason: str, message: str, field_path: str = "") -> None:
-        """Record asynchronously (fire and forget, as upstream's broadcaster)."""
-        t = asyncio.ensure_future(self._record(obj, type, reason, message, field_path))
+        """Record asynchronously (fire and forget, as upstream's broadcaster).
+
+        Correlation (aggregation, repeat counting, the spam filter) happens here, in call order;
+        the writes of one Event follow each other, those of different Events run concurrently.
+        """
+        ref = object_reference(obj, field_path)
+        ns = ref.get("namespace") or "default"
+        now = _now()
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{ref.get('name', 'unknown')}.{time.time_ns():x}"[:253], "namespace": ns},
+            "involvedObject": ref, "reason": reason, "message": message, "type": type,
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "eventTime": None, "reportingComponent": self.component, "reportingInstance": self.instance,
+        }
+        c = self.correlator.correlate(body)
+        if c is None:
+            return  # the spam filter dropped it, as upstream's does
+        name = c.event["metadata"]["name"]
+        t = asyncio.ensure_future(self._write(c, self._last_write.get(name)))
+        self._last_write[name] = t
         self._pending.add(t)
-        t.add_done_callback(self._pending.discard)
+        t.add_done_callback(lambda done: self._written(name, done))
+
+    def _written(self, name: str, t: asyncio.Task[Any]) -> None:
+        self._pending.discard(t)
+        if self._last_write.get(name) is t:
+            del self._last_write[name]
 
     async def flush(self) -> None:
         if self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
 
-    async def _record(self, obj: dict[str, Any], type: str, reason: str, message: str, field_path: str) -> None:
-        ref = object_reference(obj, field_path)
-        ns = ref.get("namespace") or "default"
-        key = (ref.get("uid", ""), ref.get("name", ""), field_path, type, reason, message)
-        prev = self._seen.get(key)
-        now = _now()
+    async def _write(self, c: Correlated, before: asyncio.Task[Any] | None) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)  # a patch must not overtake its create
+        ev = c.event
+        ns = ev["metadata"]["namespace"]
         try:
-            if prev is not None and time.time() - prev[3] < 600:
-                ens, ename, count, _ = prev
-                count += 1
+            if c.patch is not None:
                 try:
-                    await self.client.patch(EVENTS, ename, {"count": count, "lastTimestamp": now}, ens)
-                    self._seen[key] = (ens, ename, count, time.time())
+                    await self.client.patch(EVENTS, ev["metadata"]["name"], c.patch, ns)
                     return
                 except StatusError as e:
                     if e.code != 404:
                         raise
-            name = f"{ref.get('name', 'unknown')}.{time.time_ns():x}"[:253]
-            body = {
-                "apiVersion": "v1", "kind": "Event",
-                "metadata": {"name": name, "namespace": ns},
-                "involvedObject": ref, "reason": reason, "message": message, "type": type,
-                "source": {"component": self.component, **({"host": self.host} if self.host else {})},
-                "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-                "eventTime": None, "reportingComponent": self.component, "reportingInstance": self.instance,
-            }
-            await self.client.create(EVENTS, body, ns)
-            self._seen[key] = (ns, name, 1, time.time())
-            if len(self._seen) > 4096:
-                for k in list(self._seen)[:1024]:
-                    del self._seen[k]
+                    # removed meanwhile (TTL, or the create never landed): create it again, as upstream
+            await self.client.create(EVENTS, ev, ns)
         except Exception as e:  # events are best effort
-            log.debug("recording event %s %s: %s", reason, ref.get("name"), e)
+            log.debug("recording event %s %s: %s", ev.get("reason"), ev["involvedObject"].get("name"), e)

@@ -29,6 +29,7 @@ ACCEPT_ONE = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,appli
 
 # As upstream's default GC ignored resources: events never own anything and churn a lot.
 IGNORED = {("", "events"), ("events.k8s.io", "events")}
+LEGACY_GROUP = "extensions"
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,18 @@ async def discover(client: Client) -> Discovery:
                 by_gk[(group, ar.kind)] = ar
                 if {"delete", "list", "watch"} <= ar.verbs and (group, ar.plural) not in IGNORED:
                     deletable.append(ar)
-    return Discovery(by_gk, by_gvk, deletable)
+    return Discovery(by_gk, by_gvk, _without_legacy_aliases(deletable))
+
+
+def _without_legacy_aliases(resources: list[APIResource]) -> list[APIResource]:
+    """Drop extensions/v1beta1 resources that another group also serves (apps' Deployments, DaemonSets,
+    ReplicaSets: the same stored objects, served for old manifests).
+
+    Monitoring both would show every such object twice under two identities; each identity flip
+    makes every dependent's ownerReference look suspicious and costs two live GETs per dependent.
+    """
+    elsewhere = {(r.plural, r.kind) for r in resources if r.group != LEGACY_GROUP}
+    return [r for r in resources if r.group != LEGACY_GROUP or (r.plural, r.kind) not in elsewhere]
 
 
 class MetadataClient:
