@@ -10,6 +10,7 @@ after its master lease TTL and a stopped one at once. Identity Leases as upstrea
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from typing import Any
@@ -46,10 +47,15 @@ def endpoint_ips(c: Cluster) -> tuple[list[str], list[int]]:
             [p["port"] for s in subsets for p in s.get("ports", [])])
 
 
-def test_kubernetes_endpoints_list_every_live_api_server(ha: HAControlPlane):
+def test_kubernetes_endpoints_list_every_live_api_server(ha: HAControlPlane, etcd: EtcdCluster):
     a, b = ha.servers
     want = sorted(ha.advertised)
     wait_for(lambda: endpoint_ips(a)[0] == want, 10, "both API servers in the kubernetes endpoints")
+    # the master leases are where upstream keeps them, each on an etcd lease (its TTL)
+    r = etcd.etcdctl(etcd.members[0], "get", "--prefix", "/registry/masterleases/", "-w", "json")
+    kvs = json.loads(r.stdout)["kvs"]
+    assert sorted(base64.b64decode(kv["key"]).decode() for kv in kvs) == [f"/registry/masterleases/{ip}" for ip in want]
+    assert all(kv.get("lease") for kv in kvs)
     ips, ports = endpoint_ips(b)
     assert ips == want and ports == [ha.port]
     sl = raw_request(b, "GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes").json()

@@ -11,10 +11,10 @@ Two upstream mechanisms, as kube-apiserver v1.33 runs them:
   renewing and its IP leaves the endpoints one TTL later; a server that shuts down cleanly
   removes its lease and its IP at once. Like upstream, it never writes an empty address list.
 
-  Upstream gives each lease key an etcd lease (TTL). Our store interface has no TTLs (and must
-  behave the same on SQLite), so the value carries its expiry time in an annotation and
-  readers ignore and delete expired leases: the same observable behaviour, but it depends on
-  the API servers' clocks agreeing to well within the TTL.
+  On etcd each lease key is put on an etcd lease of the TTL, as upstream's (EtcdStore.put_with_ttl),
+  so etcd deletes it. Stores without TTLs (SQLite) get the expiry time in an annotation instead,
+  and readers ignore and delete expired leases: the same observable behaviour, relying on the
+  API servers' clocks.
 
   Ports: upstream assumes every API server listens on the same port (a second one with another
   port would rewrite the subset's port on every round). So do we: several servers on one host
@@ -94,12 +94,15 @@ class LeaseEndpointReconciler:
                     gen = int((orjson.loads(kv.value).get("metadata") or {}).get("generation") or 0) + 1
                 except ValueError:
                     gen = 1
-            value = orjson.dumps({
-                "kind": "Endpoints", "apiVersion": "v1",
-                "metadata": {"name": self.ip, "generation": gen,
-                             "annotations": {EXPIRES: f"{time.time() + self.ttl:.3f}"}},
-                "subsets": [{"addresses": [{"ip": self.ip}]}],
-            })
+            md: dict[str, Any] = {"name": self.ip, "generation": gen}
+            put_with_ttl = getattr(store, "put_with_ttl", None)
+            if put_with_ttl is None:  # no TTLs in this store: readers compare the expiry with their clock
+                md["annotations"] = {EXPIRES: f"{time.time() + self.ttl:.3f}"}
+            value = orjson.dumps({"kind": "Endpoints", "apiVersion": "v1", "metadata": md,
+                                  "subsets": [{"addresses": [{"ip": self.ip}]}]})
+            if put_with_ttl is not None:  # etcd: the key goes when its lease runs out, as upstream's
+                await put_with_ttl(key, value, self.ttl)
+                return
             try:
                 if kv is None:
                     await store.create(key, value)
@@ -124,7 +127,8 @@ class LeaseEndpointReconciler:
         for kv in res.kvs:
             try:
                 obj = orjson.loads(kv.value)
-                expires = float(((obj.get("metadata") or {}).get("annotations") or {}).get(EXPIRES) or 0)
+                # no expiry in the value: the store's own TTL removes the key (etcd)
+                expires = float(((obj.get("metadata") or {}).get("annotations") or {}).get(EXPIRES) or "inf")
                 ip = obj["subsets"][0]["addresses"][0]["ip"]
             except (ValueError, KeyError, IndexError, TypeError):
                 expires, ip = 0.0, ""
