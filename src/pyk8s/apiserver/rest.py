@@ -74,9 +74,9 @@ class RestStorage:
         # whether store.revision is authoritative (the store does not ask a cluster for it)
         self._local_revision = type(store).current_revision is Store.current_revision
         try:
-            from ..api.patch.apply import update_managed_fields
+            from ..api.patch.apply import managed_fields_entries
 
-            self.managed_fields = update_managed_fields
+            self.managed_fields = managed_fields_entries
         except ImportError:  # pragma: no cover - until the patch package lands
             pass
 
@@ -137,13 +137,11 @@ class RestStorage:
                          res: Resource, operation: str = "Update") -> None:
         if self.managed_fields is None or not ctx.field_manager:
             return
-        result = self.managed_fields(old, obj, ctx.field_manager, operation, res.group_version, now_rfc3339(),
-                                     kind=res.kind, subresource=ctx.subresource,
-                                     reset_fields=["status"] if res.crd is not None and "status" in res.subresources
-                                     else None)
-        # the recorder returns a copy: carry its managedFields over to the object being written
+        entries = self.managed_fields(old, obj, ctx.field_manager, operation, res.group_version, now_rfc3339(),
+                                      kind=res.kind, subresource=ctx.subresource,
+                                      reset_fields=["status"] if res.crd is not None and "status" in res.subresources
+                                      else None)
         md = obj.setdefault("metadata", {})
-        entries = (result.get("metadata") or {}).get("managedFields") if isinstance(result, dict) else None
         if entries:
             md["managedFields"] = entries
         else:

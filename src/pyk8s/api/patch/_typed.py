@@ -269,7 +269,44 @@ def _is_empty(v: Any) -> bool:
     return v is MISSING or v is None or (isinstance(v, (dict, list)) and not v)
 
 
+def _cmp_added(rv: Any, t: TypeNode | None, pe: PE, A: FieldSet) -> None:
+    """_cmp_node for a value that is new (lv MISSING): everything goes to `added`. Most of a
+    create's comparison against the empty object runs here, without the modified/removed sets."""
+    if rv is None:
+        A.members.add(pe)
+        return
+    kind = t.kind if t is not None and t.kind != DEDUCED else (
+        MAP if isinstance(rv, dict) else LIST if isinstance(rv, list) else SCALAR)
+    if kind == SCALAR or not isinstance(rv, dict if kind == MAP else list) or not rv or _is_atomic(t, kind):
+        A.members.add(pe)
+        return
+    ca = FieldSet()
+    if kind == MAP:
+        if t is None or t.kind == DEDUCED:
+            for key, rchild in rv.items():
+                _cmp_added(rchild, None, ("f", key), ca)
+        else:
+            for key, rchild in rv.items():
+                _cmp_added(rchild, t.field(key) if t.has_field(key) else t.elem(), ("f", key), ca)
+    else:
+        assert t is not None
+        elem = _elem(t)
+        rpes, rmap = _safe_index(t, rv)
+        for ipe in rpes:
+            items = rmap[ipe]
+            if len(items) > 1:
+                ca.members.add(ipe)  # duplicated keys compare as one atomic leaf
+            else:
+                _cmp_added(items[0], elem, ipe, ca)
+    if ca.members or ca.children:
+        A.children[pe] = ca
+    A.members.add(pe)
+
+
 def _cmp_node(lv: Any, rv: Any, t: TypeNode | None, pe: PE, A: FieldSet, M: FieldSet, R: FieldSet) -> None:
+    if lv is MISSING:
+        _cmp_added(rv, t, pe, A)
+        return
     probe = rv if rv is not MISSING and rv is not None else lv
     kind = _kind(t, probe)
     leaf = kind == SCALAR
@@ -294,11 +331,12 @@ def _cmp_node(lv: Any, rv: Any, t: TypeNode | None, pe: PE, A: FieldSet, M: Fiel
         _cmp_map_items(lv if isinstance(lv, dict) else {}, rv if isinstance(rv, dict) else {}, t, ca, cm, cr)
     else:
         _cmp_list_items(lv if isinstance(lv, list) else [], rv if isinstance(rv, list) else [], t, ca, cm, cr)
-    if not ca.empty():
+    # sets built here only ever get non-empty children, so members or children means non-empty
+    if ca.members or ca.children:
         A.children[pe] = ca
-    if not cm.empty():
+    if cm.members or cm.children:
         M.children[pe] = cm
-    if not cr.empty():
+    if cr.members or cr.children:
         R.children[pe] = cr
     if lv is MISSING:
         A.members.add(pe)

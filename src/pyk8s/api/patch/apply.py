@@ -50,6 +50,7 @@ from .fieldpath import PE, FieldSet, FieldsV1Error, path_string
 __all__ = [
     "server_side_apply",
     "update_managed_fields",
+    "managed_fields_entries",
     "manager_from_user_agent",
     "decode_managed_fields",
     "apply_conflict_error",
@@ -343,6 +344,9 @@ def _exclude(fs: FieldSet, ignored: FieldSet) -> FieldSet:
 def _smd_update(ctx: _Ctx, old: dict[str, Any], new: dict[str, Any], managers: dict[str, _VS], workflow: str,
                 force: bool) -> tuple[dict[str, _VS], tuple[FieldSet, FieldSet, FieldSet]]:
     added, modified, removed = compare(old, new, ctx.t)
+    if not any(mid != workflow for mid in managers):
+        # nobody else owns fields (every create): no conflicts to find, nobody loses fields
+        return {mid: vs for mid, vs in managers.items() if not vs.set.empty()}, (added, modified, removed)
     ex_added, ex_modified, ex_removed = (_exclude(added, ctx.ignored), _exclude(modified, ctx.ignored),
                                          _exclude(removed, ctx.ignored))
     changed = ex_modified.union(ex_added)
@@ -657,16 +661,34 @@ def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manag
     that is not tracked yet starts being tracked only on create; on subresources the
     request's managedFields are ignored. Never raises for schema problems: like upstream's
     UpdateNoErrors it then keeps the live object's managedFields."""
+    entries = managed_fields_entries(old, new, manager, operation, api_version, now, schema=schema, kind=kind,
+                                     subresource=subresource, reset_fields=reset_fields)
+    result = deepcopy_json(new)
+    result_md = result.get("metadata")
+    if not isinstance(result_md, dict):
+        return result
+    if entries is None:
+        result_md.pop("managedFields", None)
+    else:
+        result_md["managedFields"] = entries
+    return result
+
+
+def managed_fields_entries(old: dict[str, Any] | None, new: dict[str, Any], manager: str,
+                           operation: str = "Update", api_version: str | None = None, now: Any = None, *,
+                           schema: dict[str, Any] | None = None, kind: str | None = None, subresource: str = "",
+                           reset_fields: Any = None) -> list[dict[str, Any]] | None:
+    """The metadata.managedFields update_managed_fields sets on its copy of `new` (None: none),
+    without copying the object (the API server's write path needs only the entries)."""
     if operation != "Update":
         raise ValueError(f"update_managed_fields records Update operations, not {operation!r}")
     if kind is None:
         kind = str(new.get("kind") or (old or {}).get("kind") or "")
     ctx = _context(new, api_version, kind, schema, subresource, reset_fields, now)
-    result = deepcopy_json(new)
-    result_md = result.get("metadata")
-    if not isinstance(result_md, dict):
-        return result
-    new_entries = result_md.get("managedFields")
+    new_md = new.get("metadata")
+    if not isinstance(new_md, dict):
+        return None
+    new_entries = new_md.get("managedFields")
     live_entries = ((old or {}).get("metadata") or {}).get("managedFields")
 
     if subresource:
@@ -680,26 +702,23 @@ def update_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], manag
             managed = _Managed({}, {})
         if not managed.fields:
             managed = _decode_or_empty(live_entries)
-    result_md.pop("managedFields", None)
+    view = _without_managed_fields(new)  # compared, never changed
 
     is_create = old is None or not ((old.get("metadata") or {}).get("uid"))
     if not managed.fields and not is_create:
         # skipNonApplied: updates do not start tracking an untracked object.
-        return result
+        return None
     if old is None:
         live = zero_object(ctx.t, ctx.version, ctx.kind) if ctx.builtin else {}
     else:
         live = _without_managed_fields(old)
     try:
-        m = _update_chain(ctx, live, result, managed, manager)
+        m = _update_chain(ctx, live, view, managed, manager)
     except Exception:  # noqa: BLE001 - UpdateNoErrors: never fail the write over bookkeeping
         _log.exception("[SHOULD NOT HAPPEN] failed to update managedFields for %s %s; kept the live ones",
-                       ctx.gvk, (result_md.get("namespace") or "") + "/" + str(result_md.get("name") or ""))
-        if live_entries is not None:
-            result_md["managedFields"] = deepcopy_json(live_entries)
-        return result
-    _put_managed(result, m)
-    return result
+                       ctx.gvk, (new_md.get("namespace") or "") + "/" + str(new_md.get("name") or ""))
+        return deepcopy_json(live_entries) if live_entries is not None else None
+    return _encode(m)
 
 
 def _decode_or_empty(entries: Any) -> _Managed:
