@@ -62,3 +62,23 @@ def test_delays_under_uvloop_mix_sub_millisecond_and_longer() -> None:
 
     got = uvloop.run(main())
     assert sorted(got[:2]) == ["soon", "sooner"] and got[2] == "later"
+
+
+def test_add_after_keeps_the_earlier_ready_time_of_a_waiting_item():
+    """As client-go's delaying queue: repeated delayed adds of one key make one delivery, at the earliest time."""
+    async def main():
+        q = RateLimitingQueue()
+        loop = asyncio.get_running_loop()
+        t = loop.time()
+        for _ in range(100):
+            q.add_after("k", 0.3)
+        q.add_after("k", 0.05)
+        q.add_after("k", 0.2)
+        assert len(q._waiting) == 2
+        assert await asyncio.wait_for(q.get(), 2) == "k"
+        assert loop.time() - t < 0.2
+        q.done("k")
+        await asyncio.sleep(0.4)
+        assert len(q) == 0  # the superseded 0.3 s entry delivered nothing
+
+    asyncio.run(main())

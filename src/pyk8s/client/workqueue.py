@@ -30,6 +30,7 @@ class RateLimitingQueue:
         self._processing: set[Any] = set()
         self._failures: dict[Any, int] = {}
         self._waiting: list[tuple[float, int, Any]] = []
+        self._due: dict[Any, float] = {}  # item -> its ready time in _waiting
         self._seq = 0
         self._cond = asyncio.Condition()
         self._timer: asyncio.Handle | None = None
@@ -56,11 +57,18 @@ class RateLimitingQueue:
         asyncio.ensure_future(wake())
 
     def add_after(self, item: Any, delay: float) -> None:
+        """Add `item` once `delay` has passed. As client-go's delaying queue, an item already waiting
+        keeps the earlier of its two ready times, so a burst of delayed adds costs one entry."""
         if delay <= 0:
             self.add(item)
             return
+        due = time.monotonic() + delay
+        waiting = self._due.get(item)
+        if waiting is not None and waiting <= due:
+            return
+        self._due[item] = due
         self._seq += 1
-        heapq.heappush(self._waiting, (time.monotonic() + delay, self._seq, item))
+        heapq.heappush(self._waiting, (due, self._seq, item))
         self._arm()
 
     def _arm(self) -> None:
@@ -79,7 +87,10 @@ class RateLimitingQueue:
         self._timer = None
         now = time.monotonic()
         while self._waiting and self._waiting[0][0] <= now:
-            _, _, item = heapq.heappop(self._waiting)
+            due, _, item = heapq.heappop(self._waiting)
+            if self._due.get(item) != due:
+                continue  # superseded by an earlier ready time, already delivered
+            del self._due[item]
             self.add(item)
         self._arm()
 
