@@ -10,7 +10,7 @@ machine minutes apart):
 
 Figures: pod creates/s, API server CPU per create (robust when the shared machine is loaded;
 wall-clock rates are not) and p99 create latency (CONCURRENCY clients), and watch delivery p99
-from the write's acknowledgement to each watcher. Printed as ratios against the SQLite figure,
+from the start of each write to each watcher (one write at a time). Printed as ratios against the SQLite figure,
 and against the anchors: raw etcd puts on the same cluster (64 concurrent, etcd3aio: what any
 etcd-backed API server could reach), the issue's 2,000 creates/s, and the 1 s SLOs.
 Controllers and scheduler are off: this is the API server and its store alone.
@@ -105,10 +105,12 @@ async def workload(urls: list[str], watch_url: str, ssl_ctx: Any, server_pids: l
             await asyncio.sleep(0.05)
         sent: dict[str, float] = {}
         for i in range(N_EVENTS):
+            # from the write's start: the embedded store feeds watchers before the write's
+            # acknowledgement reaches the client, so "after the ack" can be negative there
+            sent[f"cm{i}"] = time.perf_counter()
             async with s0.post("/api/v1/namespaces/bench/configmaps",
                                data=orjson.dumps({"metadata": {"name": f"cm{i}"}}), headers=json_ct) as r:
                 await r.read()
-            sent[f"cm{i}"] = time.perf_counter()
             await asyncio.sleep(0.01)
         async with s0.post("/api/v1/namespaces/bench/configmaps", data=orjson.dumps({"metadata": {"name": "done"}}),
                            headers=json_ct) as r:
@@ -183,7 +185,7 @@ def main() -> None:
     row("etcd x3, 2 API servers: create p99", et["p99"] * 1000, "ms", sq["p99"] * 1000, "SQLite, same run",
         higher_is_better=False)
     row("etcd x3, 2 API servers: create p99", et["p99"] * 1000, "ms", 1000, "SLO p99 1 s", higher_is_better=False)
-    row("SQLite: watch delivery p99", sq["watch_p99"] * 1000, "ms", 1000, "target 1 s", higher_is_better=False)
+    row("SQLite: watch delivery p99 (write start)", sq["watch_p99"] * 1000, "ms", 1000, "target 1 s", higher_is_better=False)
     row("etcd x3: watch delivery p99 (cross-server)", et["watch_p99"] * 1000, "ms", sq["watch_p99"] * 1000,
         "SQLite, same run", higher_is_better=False)
     row("etcd x3: watch delivery p99 (cross-server)", et["watch_p99"] * 1000, "ms", 1000, "target 1 s",
