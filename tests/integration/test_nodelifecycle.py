@@ -248,6 +248,19 @@ def test_cordon_adds_the_unschedulable_taint(cluster, kubelets):
     wait_for(lambda: taints(cluster, "nl-e") == [], what="taint removed")
 
 
+def test_ttl_controller_annotates_nodes(cluster, kubelets):
+    """The TTL controller: a small cluster's nodes carry node.alpha.kubernetes.io/ttl "0", restored if removed."""
+    kubelets.add("nl-ttl")
+
+    def ttl() -> str | None:
+        node = get_or_none(cluster, "/api/v1/nodes/nl-ttl") or {}
+        return ((node.get("metadata") or {}).get("annotations") or {}).get("node.alpha.kubernetes.io/ttl")
+
+    wait_for(lambda: ttl() == "0", what="ttl annotation")
+    cluster.kubectl("annotate", "node", "nl-ttl", "node.alpha.kubernetes.io/ttl-")
+    wait_for(lambda: ttl() == "0", what="ttl annotation restored")
+
+
 def test_node_that_never_posts_status(cluster, kubelets):
     req(cluster, "POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "nl-silent"}})
     c = wait_for(lambda: conditions(cluster, "nl-silent").get("Ready"), timeout=15, what="conditions after startup grace")

@@ -37,6 +37,7 @@ KNOWN: dict[str, str] = {
     "podgc": "pyk8s.controllers.podgc:PodGCController",
     "disruption": "pyk8s.controllers.disruption:DisruptionController",
     "resourcequota": "pyk8s.controllers.resourcequota:ResourceQuotaController",
+    "ttl": "pyk8s.controllers.ttl:TTLController",
 }
 
 # Our name -> upstream's canonical --controllers name (cmd/kube-controller-manager/names). Our names are
@@ -60,6 +61,7 @@ CANONICAL: dict[str, str] = {
     "podgc": "pod-garbage-collector-controller",
     "disruption": "disruption-controller",
     "resourcequota": "resourcequota-controller",
+    "ttl": "ttl-controller",
 }
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
 
