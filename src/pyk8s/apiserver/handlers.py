@@ -28,6 +28,34 @@ from .watchcache import ADDED, BOOKMARK, TooOldError
 
 __all__ = ["ResourceHandler"]
 
+
+def _profile_from_env() -> None:
+    """PYK8S_PROFILE=<file>: profile the server's event-loop thread, written at exit and on SIGUSR1.
+
+    For bench/api.py (BENCH_PROFILE); off unless the variable is set."""
+    import os
+
+    path = os.environ.get("PYK8S_PROFILE")
+    if not path:
+        return
+    import atexit
+    import cProfile
+    import signal
+
+    prof = cProfile.Profile(time.thread_time)  # CPU time: the shared machine's load does not skew it
+
+    def dump(*_: Any) -> None:  # SIGUSR1 writes the profile so far, and profiling goes on
+        prof.disable()
+        prof.dump_stats(path)
+        prof.enable()
+
+    signal.signal(signal.SIGUSR1, dump)
+    prof.enable()
+    atexit.register(lambda: (prof.disable(), prof.dump_stats(path)))
+
+
+_profile_from_env()
+
 META_V1 = "meta.k8s.io/v1"
 DEFAULT_LIST_LIMIT_CACHE = 0
 
@@ -442,6 +470,8 @@ class ResourceHandler:
                 await resp.write(b"".join(enc.line(ADDED, o) for o in initial))
             if want_initial and send_initial is not None:
                 await resp.write(enc.bookmark(since, initial_end=True))
+            if not convert and not out.as_kind and out.format == "json":
+                _direct_sink(request, resp, watcher)
             last_bookmark = time.monotonic()
             while True:
                 left = deadline - time.monotonic()
@@ -463,6 +493,35 @@ class ResourceHandler:
         finally:
             watcher.stop()
         return resp
+
+
+# A watcher whose connection holds more than this much unsent data gets its events queued
+# (and its task waits for the connection to drain) instead of written directly.
+_DIRECT_MAX_BUFFER = 256 * 1024
+
+
+def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any) -> None:
+    """Let the watch cache write this watch's JSON events straight to the connection.
+
+    Every watcher of a resource gets the same pre-framed chunk bytes (CacheEvent.json_chunk),
+    and fan-out costs one transport write per watcher instead of waking a task per watcher
+    per event. Events reach the connection in order: the sink is only used while nothing is
+    queued for the watcher, and the task writes what was queued synchronously after taking it.
+    """
+    writer = getattr(resp, "_payload_writer", None)
+    transport = request.transport
+    if writer is None or transport is None or not getattr(writer, "chunked", False) \
+            or getattr(writer, "_compress", None) is not None or not hasattr(writer, "send_headers"):
+        return
+    writer.send_headers()  # aiohttp holds the headers back until the first body write
+
+    def sink(ce: Any) -> bool:
+        if transport.is_closing() or transport.get_write_buffer_size() > _DIRECT_MAX_BUFFER:
+            return False
+        transport.write(ce.json_chunk())
+        return True
+
+    watcher.sink = sink
 
 
 class _WatchEncoder:

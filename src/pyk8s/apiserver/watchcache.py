@@ -56,7 +56,7 @@ def decode(value: bytes, revision: int) -> dict[str, Any]:
 class CacheEvent:
     """One change of one object. `obj` is shared and must be treated as immutable."""
 
-    __slots__ = ("type", "obj", "prev", "rev", "key", "ts", "_json")
+    __slots__ = ("type", "obj", "prev", "rev", "key", "ts", "_json", "_chunk")
 
     def __init__(self, type: str, obj: dict[str, Any], prev: dict[str, Any] | None, rev: int, key: str) -> None:
         self.type = type
@@ -66,6 +66,7 @@ class CacheEvent:
         self.key = key
         self.ts = time.monotonic()
         self._json: bytes | None = None
+        self._chunk: bytes | None = None
 
     def json_line(self) -> bytes:
         """`{"type":..,"object":..}\n`, serialised once for every watcher."""
@@ -73,11 +74,19 @@ class CacheEvent:
             self._json = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
         return self._json
 
+    def json_chunk(self) -> bytes:
+        """json_line framed as one HTTP/1.1 chunk, built once and written to every JSON watcher."""
+        c = self._chunk
+        if c is None:
+            line = self.json_line()
+            c = self._chunk = b"%x\r\n%b\r\n" % (len(line), line)
+        return c
+
 
 class Watcher:
     """A registered watch: a predicate and a queue of matching events."""
 
-    __slots__ = ("namespace", "predicate", "pending", "wakeup", "closed_reason", "cache")
+    __slots__ = ("namespace", "predicate", "pending", "wakeup", "closed_reason", "cache", "sink")
 
     def __init__(
         self,
@@ -91,6 +100,10 @@ class Watcher:
         self.pending: deque[tuple[str, CacheEvent]] = deque()
         self.wakeup = asyncio.Event()
         self.closed_reason: str | None = None
+        # Fan-out without waking the watch's task: called with an event the watcher gets as is,
+        # when nothing is queued before it; returns False when it cannot take it now (then the
+        # event is queued). The watch handler sets it for plain JSON watches.
+        self.sink: Callable[[CacheEvent], bool] | None = None
 
     def offer(self, ev: CacheEvent) -> None:
         """Queue ev translated for this watcher's filter (a selector turns changes into ADDED/DELETED)."""
@@ -103,6 +116,9 @@ class Watcher:
                 return
         pred = self.predicate
         if pred is None:
+            sink = self.sink
+            if sink is not None and not self.pending and sink(ev):
+                return
             self.pending.append((ev.type, ev))
         else:
             now = pred(ev.obj)
