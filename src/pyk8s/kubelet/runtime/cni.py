@@ -140,15 +140,22 @@ class CNI:
     def _loopback_conf(self) -> dict[str, Any]:
         return {"cniVersion": self.conflist.get("cniVersion", CNI_VERSION), "name": "cni-loopback", "type": "loopback"}
 
+    def _plugins(self, port_mappings: list[PortMapping] | None) -> list[dict[str, Any]]:
+        """The chain's plugins that have something to do: portmap only with port mappings (without any it passes
+        the previous result through untouched, so its program start is saved: one per pod)."""
+        return [p for p in self.conflist["plugins"] if p.get("type") != "portmap" or port_mappings]
+
     async def add(self, container_id: str, netns: str, ifname: str = "eth0",
-                  port_mappings: list[PortMapping] | None = None, args: dict[str, str] | None = None) -> CNIResult:
+                  port_mappings: list[PortMapping] | None = None, args: dict[str, str] | None = None,
+                  loopback: bool = True) -> CNIResult:
+        """ADD the chain; `loopback=False` when the runtime brought lo up itself (no loopback plugin run)."""
         args = {"IgnoreUnknown": "1", **(args or {})}
-        lo = await self._exec(self._loopback_conf(), "ADD", container_id, netns, "lo", args)
+        lo = await self._exec(self._loopback_conf(), "ADD", container_id, netns, "lo", args) if loopback else {}
         rc = self._runtime_config(port_mappings or [])
         prev: dict[str, Any] | None = None
         done: list[dict[str, Any]] = []
         try:
-            for p in self.conflist["plugins"]:
+            for p in self._plugins(port_mappings):
                 conf = self._plugin_conf(p, prev, rc)
                 prev = await self._exec(conf, "ADD", container_id, netns, ifname, args) or prev
                 done.append(p)
@@ -165,17 +172,18 @@ class CNI:
         return CNIResult(ips=ips, interfaces=list(result.get("interfaces") or []), raw=result, loopback=lo)
 
     async def delete(self, container_id: str, netns: str, ifname: str = "eth0", prev: dict[str, Any] | None = None,
-                     port_mappings: list[PortMapping] | None = None, args: dict[str, str] | None = None) -> None:
+                     port_mappings: list[PortMapping] | None = None, args: dict[str, str] | None = None,
+                     loopback: bool = True) -> None:
         """DEL every plugin in reverse order; keeps going on errors and raises the first at the end."""
         args = {"IgnoreUnknown": "1", **(args or {})}
         rc = self._runtime_config(port_mappings or [])
         first: Exception | None = None
-        for p in reversed(self.conflist["plugins"]):
+        for p in reversed(self._plugins(port_mappings)):
             try:
                 await self._exec(self._plugin_conf(p, prev, rc), "DEL", container_id, netns, ifname, args)
             except CNIError as e:
                 first = first or e
-        if netns and os.path.exists(netns):
+        if loopback and netns and os.path.exists(netns):
             try:
                 await self._exec(self._loopback_conf(), "DEL", container_id, netns, "lo", args)
             except CNIError as e:
@@ -187,5 +195,5 @@ class CNI:
                     port_mappings: list[PortMapping] | None = None, args: dict[str, str] | None = None) -> None:
         args = {"IgnoreUnknown": "1", **(args or {})}
         rc = self._runtime_config(port_mappings or [])
-        for p in self.conflist["plugins"]:
+        for p in self._plugins(port_mappings):
             await self._exec(self._plugin_conf(p, prev, rc), "CHECK", container_id, netns, ifname, args)

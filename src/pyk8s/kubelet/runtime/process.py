@@ -36,7 +36,7 @@ from .interface import (
     SandboxConfig,
     to_dict,
 )
-from .runc import SHIM, RuncRuntime, _int_file, _new_id, _read_all, _signal_number, _write_json
+from .runc import SHIM, RuncRuntime, _int_file, _new_id, _signal_number, _write_json, read_pipe
 from .spec import SpecError, merge_args, merge_env
 
 PROCINIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "procinit.py")
@@ -147,7 +147,7 @@ class ProcessRuntime(RuncRuntime):
             os.close(w)
             w = -1
             await proc.wait()
-            raw = await asyncio.to_thread(_read_all, r)
+            raw = await read_pipe(r)
         finally:
             os.close(r)
             if w >= 0:

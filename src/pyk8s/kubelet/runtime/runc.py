@@ -136,6 +136,7 @@ class RuncRuntime(ContainerRuntime):
         self.nofile = nofile_limit()
         self._can_lower_oom, self._own_oom = _can_lower_oom_score()
         self._oom_warned = False
+        self._meta_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
     def _lock(self, key: str) -> asyncio.Lock:
@@ -190,8 +191,9 @@ class RuncRuntime(ContainerRuntime):
         self._save_sandbox(doc)
         try:
             netns_name = None if config.host_network else f"pyk8s-{sid[:16]}"
-            doc["ns"] = await sbx.create_namespaces(sid, netns_name, ipc=not config.host_ipc,
-                                                    uts=not config.host_network, hostname=hostname)
+            doc["ns"], lo_up = await sbx.create_namespaces(sid, netns_name, ipc=not config.host_ipc,
+                                                           uts=not config.host_network, hostname=hostname)
+            doc["lo_up"] = lo_up  # lo is ours, not the CNI loopback plugin's: no loopback ADD/DEL
             self._save_sandbox(doc)
             if config.host_ipc:
                 doc["shm"] = "/dev/shm"
@@ -205,7 +207,7 @@ class RuncRuntime(ContainerRuntime):
                 raise RuntimeError_(f"creating pod cgroup {doc['cgroup_parent']}: {e}", "CreatePodSandboxError") from e
             if not config.host_network:
                 res = await self.cni.add(sid, doc["ns"]["net"], "eth0", config.port_mappings,
-                                         self._cni_args(config, sid))
+                                         self._cni_args(config, sid), loopback=not lo_up)
                 doc["cni"] = res.raw
                 doc["ip"], doc["ips"] = res.ip, res.ips
                 self._save_sandbox(doc)
@@ -260,7 +262,8 @@ class RuncRuntime(ContainerRuntime):
         if netns and (doc.get("cni") is not None or doc["state"] == SANDBOX_READY):
             try:
                 await self.cni.delete(doc["id"], netns if os.path.exists(netns) else "", "eth0", doc.get("cni"),
-                                      config.port_mappings, self._cni_args(config, doc["id"]))
+                                      config.port_mappings, self._cni_args(config, doc["id"]),
+                                      loopback=not doc.get("lo_up"))
             except CNIError as e:
                 log.warning("CNI DEL for sandbox %s: %s", doc["id"][:12], e)
             doc["cni"] = None
@@ -318,11 +321,29 @@ class RuncRuntime(ContainerRuntime):
     def _c_path(self, container_id: str, *parts: str) -> str:
         return os.path.join(self.container_dir, container_id, *parts)
 
+    def _read_meta(self, container_id: str) -> dict[str, Any] | None:
+        """meta.json, parsed once per version of the file (PLEG's relists and sandbox teardown read every
+        container's: a stat instead of a parse each time)."""
+        path = self._c_path(container_id, "meta.json")
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._meta_cache.pop(container_id, None)
+            return None
+        hit = self._meta_cache.get(container_id)
+        if hit is not None and hit[0] == (st.st_mtime_ns, st.st_size, st.st_ino):
+            return dict(hit[1])
+        doc = _read_json(path)
+        if doc is not None:
+            self._meta_cache[container_id] = ((st.st_mtime_ns, st.st_size, st.st_ino), doc)
+            return dict(doc)
+        return None
+
     def _load_meta(self, container_id: str) -> dict[str, Any]:
-        doc = _read_json(self._c_path(container_id, "meta.json"))
+        doc = self._read_meta(container_id)
         if doc is None:
             raise NotFound(f"container {container_id} not found")
-        return doc  # type: ignore[no-any-return]
+        return doc
 
     def container_log_path(self, container_id: str) -> str:
         return str(self._load_meta(container_id)["log_path"])
@@ -395,6 +416,7 @@ class RuncRuntime(ContainerRuntime):
         with contextlib.suppress(OSError):
             sbx.umount(os.path.join(d, "rootfs"))
         await asyncio.to_thread(shutil.rmtree, d, True)
+        self._meta_cache.pop(cid, None)
         self.images.remove_lease(cid)
 
     async def start_container(self, container_id: str) -> None:
@@ -404,16 +426,17 @@ class RuncRuntime(ContainerRuntime):
             st = await self.container_status(container_id)
             if st.state != CREATED:
                 raise RuntimeError_(f"container {container_id[:12]} is {st.state}, not created", "RunContainerError")
+            started = time.time()  # the process runs from within `runc start`: stamp before, so finished >= started
+            rc, out = await self._runc("start", container_id)
+            if rc != 0:
+                raise RuntimeError_(f"runc start: {out}", "RunContainerError")
         else:
-            await self._spawn_shim(meta)
-        started = time.time()  # the process runs from within `runc start`: stamp before, so finished >= started
-        rc, out = await self._runc("start", container_id)
-        if rc != 0:
-            raise RuntimeError_(f"runc start: {out}", "RunContainerError")
+            started = time.time()
+            await self._spawn_shim(meta, start=True)  # `runc run --detach`: created and started in one runc call
         meta["started_at"] = started
         _write_json(os.path.join(d, "meta.json"), meta)
 
-    async def _spawn_shim(self, meta: dict[str, Any]) -> None:
+    async def _spawn_shim(self, meta: dict[str, Any], start: bool = False) -> None:
         cid = meta["id"]
         d = self._c_path(cid)
         cfg = meta.get("config") or {}
@@ -427,7 +450,7 @@ class RuncRuntime(ContainerRuntime):
                     "--log-max-size", str(self.log_max_size), "--log-max-files", str(self.log_max_files),
                     "--cgroup-path", meta["cgroup_path"], "--ready-fd", str(w),
                     "--stdin", str(int(bool(cfg.get("stdin")))), "--stdin-once", str(int(bool(cfg.get("stdin_once")))),
-                    "--tty", str(int(bool(cfg.get("tty")))),
+                    "--tty", str(int(bool(cfg.get("tty")))), "--start", str(int(start)),
                     stdin=asyncio.subprocess.DEVNULL, stdout=shim_log, stderr=shim_log, pass_fds=(w,),
                     start_new_session=True)
             finally:
@@ -435,7 +458,7 @@ class RuncRuntime(ContainerRuntime):
             os.close(w)
             w = -1
             await proc.wait()  # the shim daemonizes: this is its short-lived parent
-            raw = await asyncio.to_thread(_read_all, r)
+            raw = await read_pipe(r)
         finally:
             os.close(r)
             if w >= 0:
@@ -521,7 +544,7 @@ class RuncRuntime(ContainerRuntime):
     async def list_containers(self, sandbox_id: str | None = None) -> list[ContainerStatus]:
         out = []
         for cid in sorted(os.listdir(self.container_dir)):
-            meta = _read_json(self._c_path(cid, "meta.json"))
+            meta = self._read_meta(cid)
             if meta and (sandbox_id is None or meta["sandbox_id"] == sandbox_id):
                 out.append(self._status(meta))
         return out
@@ -588,10 +611,28 @@ def _int_file(path: str) -> int:
         return 0
 
 
-def _read_all(fd: int) -> bytes:
+def _settle(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def read_pipe(fd: int) -> bytes:
+    """Everything from a pipe until EOF, on the event loop (not a worker thread: with 100 pods starting at once the
+    default executor's few threads would each sit out a shim's whole start)."""
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
     chunks: list[bytes] = []
     while True:
-        b = os.read(fd, 65536)
+        try:
+            b = os.read(fd, 65536)
+        except BlockingIOError:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(fd, _settle, ready)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(fd)
+            continue
         if not b:
             return b"".join(chunks)
         chunks.append(b)

@@ -2,9 +2,13 @@
 
 Namespaces outlive their processes by being bind-mounted onto files, as `ip netns add`
 does: the network namespace at /run/netns/<name> (so `ip netns` and CNI plugins see
-it), IPC and UTS next to it under /run/pyk8s/ns/<sandbox id>/. One `unshare` call
-creates all three and sets the hostname inside the new UTS namespace; containers join
-them by path through their OCI config.
+it), IPC and UTS next to it under /run/pyk8s/ns/<sandbox id>/. A short-lived thread
+of ours unshares all three (namespaces are per thread in Linux), sets the hostname and
+brings the loopback interface up inside them, bind-mounts them and ends; the `unshare`
+command is the fallback. Containers join them by path through their OCI config.
+
+Doing it in-process saves two program starts per pod (`unshare` and the CNI loopback
+plugin): about 50 ms of a 2-core machine's time per pod when 100 pods start at once.
 """
 
 from __future__ import annotations
@@ -12,8 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import fcntl
+import logging
 import os
 import shutil
+import socket
+import struct
+import threading
 
 from .interface import DNSConfig, HostAlias
 
@@ -21,6 +30,11 @@ NETNS_DIR = "/run/netns"
 NS_DIR = "/run/pyk8s/ns"
 MNT_DETACH = 2
 MS_BIND, MS_REC, MS_SHARED = 0x1000, 0x4000, 1 << 20
+CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWNET = 0x08000000, 0x04000000, 0x40000000
+_CLONE_FLAGS = {"ipc": CLONE_NEWIPC, "uts": CLONE_NEWUTS, "net": CLONE_NEWNET}
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+log = logging.getLogger(__name__)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -48,8 +62,22 @@ def is_mountpoint(path: str) -> bool:
         return False
 
 
+_netns_dir_shared = False
+
+
 def _ensure_shared_netns_dir() -> None:
-    """/run/netns as a shared mount of itself, as iproute2 makes it, so netns mounts propagate and unmount cleanly."""
+    """/run/netns as a shared mount of itself, as iproute2 makes it, so netns mounts propagate and unmount cleanly.
+
+    Checked once per process: mountinfo grows with the pods, and reading it for every sandbox made starting many
+    pods quadratic."""
+    global _netns_dir_shared
+    if _netns_dir_shared and os.path.isdir(NETNS_DIR):
+        return
+    _setup_shared_netns_dir()
+    _netns_dir_shared = True
+
+
+def _setup_shared_netns_dir() -> None:
     os.makedirs(NETNS_DIR, exist_ok=True)
     with open("/proc/self/mountinfo") as f:
         for line in f:
@@ -68,11 +96,73 @@ def _touch(path: str) -> None:
     os.close(fd)
 
 
+def _libc_call(fn: str, *args: object) -> None:
+    if getattr(_libc, fn)(*args) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"{fn}: {os.strerror(e)}")
+
+
+def _loopback_up() -> None:
+    """`ip link set lo up` in the calling thread's network namespace."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sh14x", b"lo", 0)
+        flags = struct.unpack("16sh14x", fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack("16sh14x", b"lo", flags | IFF_UP))
+
+
+def _unshare_here(paths: dict[str, str], hostname: str) -> None:
+    """In a thread of its own: new namespaces for this thread, set up and bind-mounted onto `paths`, then back.
+
+    The thread must end after this (it is never a pool thread): should going back fail, nothing else runs in the
+    pod's namespaces.
+    """
+    kinds = list(paths)
+    orig = {k: os.open(f"/proc/thread-self/ns/{k}", os.O_RDONLY) for k in kinds}
+    try:
+        flags = 0
+        for k in kinds:
+            flags |= _CLONE_FLAGS[k]
+        _libc_call("unshare", flags)
+        try:
+            if "uts" in paths and hostname:
+                name = hostname.encode()
+                _libc_call("sethostname", name, len(name))
+            if "net" in paths:
+                _loopback_up()
+            for k, p in paths.items():
+                _mount(f"/proc/thread-self/ns/{k}", p, "", MS_BIND)
+        finally:
+            for k in kinds:
+                _libc_call("setns", orig[k], _CLONE_FLAGS[k])
+    finally:
+        for fd in orig.values():
+            os.close(fd)
+
+
+async def _in_own_thread(fn: object, *args: object) -> None:
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(err: BaseException | None) -> None:
+        if not done.done():
+            done.set_exception(err) if err is not None else done.set_result(None)
+
+    def run() -> None:
+        err: BaseException | None = None
+        try:
+            fn(*args)  # type: ignore[operator]
+        except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
+            err = e
+        loop.call_soon_threadsafe(settle, err)
+
+    threading.Thread(target=run, name="pyk8s-unshare", daemon=True).start()
+    await done
+
+
 async def create_namespaces(sandbox_id: str, netns_name: str | None, ipc: bool, uts: bool,
-                            hostname: str) -> dict[str, str]:
-    """Create the requested persistent namespaces; returns {"net"|"ipc"|"uts": path}."""
+                            hostname: str) -> tuple[dict[str, str], bool]:
+    """Create the requested persistent namespaces: ({"net"|"ipc"|"uts": path}, whether lo is up already)."""
     paths: dict[str, str] = {}
-    args: list[str] = []
     if netns_name:
         _ensure_shared_netns_dir()
         paths["net"] = os.path.join(NETNS_DIR, netns_name)
@@ -83,10 +173,18 @@ async def create_namespaces(sandbox_id: str, netns_name: str | None, ipc: bool, 
     if uts:
         paths["uts"] = os.path.join(NS_DIR, sandbox_id, "uts")
     if not paths:
-        return paths
-    for kind, p in paths.items():
+        return paths, False
+    for p in paths.values():
         _touch(p)
-        args.append(f"--{kind}={p}")
+    try:
+        await _in_own_thread(_unshare_here, paths, hostname)
+        return paths, "net" in paths
+    except OSError as e:
+        log.debug("unsharing in-process failed (%s): the unshare command instead", e)
+        for p in paths.values():
+            with contextlib.suppress(OSError):
+                umount(p)
+    args = [f"--{kind}={p}" for kind, p in paths.items()]
     cmd = ["unshare", *args, "--"]
     if uts and hostname:
         cmd += [shutil.which("hostname") or "/bin/busybox", *([] if shutil.which("hostname") else ["hostname"]),
@@ -99,7 +197,7 @@ async def create_namespaces(sandbox_id: str, netns_name: str | None, ipc: bool, 
     if proc.returncode != 0:
         delete_namespaces(sandbox_id, paths)
         raise OSError(f"creating pod namespaces failed: {err.decode(errors='replace').strip()}")
-    return paths
+    return paths, False
 
 
 def delete_namespaces(sandbox_id: str, paths: dict[str, str]) -> None:
@@ -114,7 +212,7 @@ def delete_namespaces(sandbox_id: str, paths: dict[str, str]) -> None:
 
 def mount_shm(path: str, size: int) -> None:
     os.makedirs(path, exist_ok=True)
-    if not is_mountpoint(path):
+    if not os.path.ismount(path):  # a tmpfs has its own device: no need to read the whole mountinfo
         _mount("shm", path, "tmpfs", 0x2 | 0x4 | 0x8, f"mode=1777,size={size}")  # nosuid,nodev,noexec
 
 

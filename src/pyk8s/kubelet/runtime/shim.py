@@ -2,7 +2,8 @@
 
 Run as `python -S -P shim.py ARGS` (standard library only; -P keeps this directory off sys.path, so it starts fast). It
 daemonizes (so the kubelet can exit and restart without the container noticing),
-becomes a child subreaper, runs `runc create` with stdout/stderr on pipes it holds,
+becomes a child subreaper, runs `runc create` (or `runc run --detach` when asked to start
+the container too: one runc call fewer per container) with stdout/stderr on pipes it holds,
 reports `{"pid": N}` (or `{"error": ...}`) on the ready fd, then:
 
 * pumps both pipes into the log file, one line per record in the CRI format
@@ -11,8 +12,9 @@ reports `{"pid": N}` (or `{"error": ...}`) on the ready fd, then:
 * reaps the container's init (re-parented to us when runc exits) and writes
   `exit.json` with the exit code (128+signal when killed) and whether the cgroup's OOM
   counter moved;
-* serves `attach.sock` in its state dir for `kubectl attach`: every client gets the
-  container's output as it is written, and may send stdin (kept open on a pipe for a
+* for a container with stdin or a TTY, serves `attach.sock` in its state dir for
+  `kubectl attach`: every client gets the container's output as it is written
+  (attaching to other containers follows their log), and may send stdin (kept open on a pipe for a
   `stdin: true` container, closed after the first client with `stdinOnce`) and terminal
   sizes. A `tty: true` container runs on a pty: runc hands the master to us over
   `console.sock`, and its output is logged as stdout, as upstream.
@@ -24,19 +26,19 @@ client: 1 stdout, 2 stderr. From the client: 0 stdin data, 3 stdin closed, 4 ter
 
 from __future__ import annotations
 
-import array
 import ctypes
-import fcntl
-import json
 import os
-import queue
 import signal
-import socket
-import struct
 import sys
-import termios
 import threading
 import time
+
+TYPE_CHECKING = False  # typing itself is not imported: it costs the shim's start more than all else here
+if TYPE_CHECKING:
+    import socket
+
+# Only what every container needs is imported up front: the shim's start is on every pod's startup path. json,
+# socket, queue and the terminal modules load where they are used (errors, exit, attach for stdin/tty containers).
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_LINE = 16 * 1024  # containerd's max log line size before splitting with the P tag
@@ -92,7 +94,7 @@ class CRILog:
             self.size = self.f.tell()
 
 
-FRAME = struct.Struct(">BI")
+FRAME_SIZE = 5  # ">BI": type, length
 OUT_STDOUT, OUT_STDERR = 1, 2
 IN_STDIN, IN_CLOSE, IN_RESIZE = 0, 3, 4
 CLIENT_BACKLOG = 1024  # output frames queued for one slow attach client before it is dropped
@@ -102,11 +104,15 @@ class AttachClient:
     """One attached client: output frames go out from its own thread, so a slow client never stalls the log."""
 
     def __init__(self, conn: socket.socket) -> None:
+        import queue
+
         self.conn = conn
         self.q: queue.Queue[bytes | None] = queue.Queue(CLIENT_BACKLOG)
         threading.Thread(target=self._send, daemon=True).start()
 
     def offer(self, frame: bytes | None) -> bool:
+        import queue
+
         try:
             self.q.put_nowait(frame)
             return True
@@ -114,6 +120,8 @@ class AttachClient:
             return False
 
     def _send(self) -> None:
+        import socket
+
         try:
             while (frame := self.q.get()) is not None:
                 self.conn.sendall(frame)
@@ -130,6 +138,8 @@ class AttachServer:
     """attach.sock: output to every client, stdin and resizes from them (see the module docstring)."""
 
     def __init__(self, path: str, stdin_fd: int, stdin_once: bool, tty_fd: int) -> None:
+        import socket
+
         self.lock = threading.Lock()
         self.clients: list[AttachClient] = []
         self.stdin_fd = stdin_fd  # where client input goes (a pipe's write end or the pty master); -1: none
@@ -149,7 +159,7 @@ class AttachServer:
     def broadcast(self, kind: int, data: bytes) -> None:
         if not self.clients:
             return
-        frame = FRAME.pack(kind, len(data)) + data
+        frame = bytes([kind]) + len(data).to_bytes(4, "big") + data
         with self.lock:
             for c in list(self.clients):
                 if not c.offer(frame):
@@ -175,10 +185,10 @@ class AttachServer:
         used_stdin = False
         try:
             while True:
-                head = f.read(FRAME.size)
-                if len(head) < FRAME.size:
+                head = f.read(FRAME_SIZE)
+                if len(head) < FRAME_SIZE:
                     break
-                kind, n = FRAME.unpack(head)
+                kind, n = head[0], int.from_bytes(head[1:], "big")
                 data = f.read(n)
                 if len(data) < n:
                     break
@@ -190,6 +200,10 @@ class AttachServer:
                     if self.stdin_once:  # otherwise stdin stays open for the next client, as upstream
                         self._close_stdin()
                 elif kind == IN_RESIZE and self.tty_fd >= 0 and n == 4:
+                    import fcntl
+                    import struct
+                    import termios
+
                     w, h = struct.unpack(">HH", data)
                     try:
                         fcntl.ioctl(self.tty_fd, termios.TIOCSWINSZ, struct.pack("HHHH", h, w, 0, 0))
@@ -240,6 +254,9 @@ class AttachServer:
 
 def receive_fd(sock: socket.socket) -> int:
     """The one fd runc sends over the console socket (SCM_RIGHTS)."""
+    import array
+    import socket
+
     conn, _ = sock.accept()
     with conn:
         fds = array.array("i")
@@ -299,6 +316,8 @@ def oom_kills(cgroup_path: str) -> int:
 
 
 def _write_json(path: str, doc: dict) -> None:
+    import json
+
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f)
@@ -322,6 +341,8 @@ def _daemonize() -> None:
 
 
 def _runc_error(log_path: str) -> str:
+    import json
+
     msgs = []
     try:
         with open(log_path) as f:
@@ -354,6 +375,7 @@ class Args:
     stdin = 0  # 1: keep the container's stdin open on a pipe for attach
     stdin_once = 0
     tty = 0  # 1: the container runs on a pty (its OCI config has process.terminal)
+    start = 0  # 1: `runc run --detach` (create and start in one runc call) instead of `runc create`
     exec_json = ""  # process-runtime mode: run the process described by this JSON file instead of runc create
 
 
@@ -422,10 +444,12 @@ def main(argv: list[str] | None = None) -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     tty = bool(a.tty) and not a.exec_json
     stdin_r, stdin_w = os.pipe() if a.stdin and not tty else (devnull, -1)
-    console: socket.socket | None = None
+    console = None
     got: dict[str, int] = {}
     receiver: threading.Thread | None = None
     if tty:
+        import socket
+
         console = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             os.unlink("console.sock")
@@ -444,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
         receiver.start()
     ready = a.ready_fd
     if a.exec_json:
+        import json
+
         with open(a.exec_json) as f:
             spec = json.load(f)
         child = spawn(spec["args"], stdin_r, out_w, err_w, spec.get("env"), spec.get("cwd") or None, True)
@@ -453,8 +479,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         # runc passes its own stdio through to the container's init: the pipes become the container's stdio
         # (a TTY container's init gets the pty slave instead; runc sends us the master)
-        child = spawn([a.runc, "--root", a.root, "--log", runc_log, "--log-format", "json", "create",
-                       "--bundle", a.bundle, "--pid-file", pid_file,
+        child = spawn([a.runc, "--root", a.root, "--log", runc_log, "--log-format", "json",
+                       *(["run", "--detach"] if a.start else ["create"]), "--bundle", a.bundle, "--pid-file", pid_file,
                        *(["--console-socket", "console.sock"] if tty else []), a.id], stdin_r, out_w, err_w)
         rc = _wait_status(child)
     os.close(out_w)
@@ -479,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
         _write_json(os.path.join(a.state_dir, "exit.json"),
                     {"exit_code": 128, "finished_at": time.time(), "oom_killed": False, "reason": "StartError",
                      "message": msg})
+        import json
+
         os.write(ready, json.dumps({"error": msg}).encode())
         os.close(ready)
         return 1
@@ -486,9 +514,11 @@ def main(argv: list[str] | None = None) -> int:
         init_pid = int(f.read().strip())
     log = CRILog(a.log, a.log_max_size, a.log_max_files)
     signal.signal(signal.SIGUSR1, lambda *_: log.reopen())  # ReopenContainerLog, after external rotation
-    attach = AttachServer("attach.sock", master if master >= 0 else stdin_w, bool(a.stdin_once), master)
-    if master >= 0 and not a.stdin:
-        attach.stdin_fd = -1  # a TTY without stdin: nothing a client types reaches it
+    attach: AttachServer | None = None
+    if master >= 0 or stdin_w >= 0:  # other containers' attach follows their log (nothing to send them)
+        attach = AttachServer("attach.sock", master if master >= 0 else stdin_w, bool(a.stdin_once), master)
+        if master >= 0 and not a.stdin:
+            attach.stdin_fd = -1  # a TTY without stdin: nothing a client types reaches it
     sources = [(out_r, b"stdout", True), (err_r, b"stderr", True)]
     if master >= 0:
         sources.append((master, b"stdout", False))  # closed below, after the attach server lets go of it
@@ -496,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     for t in pumps:
         t.start()
     oom_before = oom_kills(a.cgroup_path) if a.cgroup_path else 0
-    os.write(ready, json.dumps({"pid": init_pid, "shim_pid": os.getpid()}).encode())
+    os.write(ready, b'{"pid": %d, "shim_pid": %d}' % (init_pid, os.getpid()))
     os.close(ready)
 
     status = None
@@ -523,12 +553,13 @@ def main(argv: list[str] | None = None) -> int:
     finished = time.time()
     for t in pumps:  # the container's other processes die with its init; don't wait long for stragglers
         t.join(2.0)
-    attach.close()
-    try:
-        os.unlink("attach.sock")
-    except OSError:
-        pass
-    attach._close_stdin()
+    if attach is not None:
+        attach.close()
+        try:
+            os.unlink("attach.sock")
+        except OSError:
+            pass
+        attach._close_stdin()
     if master >= 0:
         os.close(master)
     oom = bool(a.cgroup_path) and oom_kills(a.cgroup_path) > oom_before
