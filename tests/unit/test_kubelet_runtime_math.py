@@ -150,3 +150,17 @@ def test_references_and_pull_secrets():
     assert credentials_from_docker_config(secret, "docker.io") == [Credentials("u", "p")]
     assert credentials_from_docker_config(secret, "reg.example.com") == [Credentials("a", "b")]
     assert credentials_from_docker_config(secret, "a.b.example.com") == []
+
+
+def test_tty_container_env_and_cni_chain_without_host_ports():
+    """containerd's CRI gives a TTY container TERM=xterm (the pod may override it); portmap only runs for hostPorts."""
+    from pyk8s.kubelet.runtime.cni import CNI, bridge_conflist
+    from pyk8s.kubelet.runtime.interface import PortMapping
+
+    env = merge_env(ContainerConfig(name="c", image="i", tty=True), {"Env": ["A=1"]}, "h")
+    assert "TERM=xterm" in env and env.index("A=1") < env.index("TERM=xterm")
+    assert "TERM=vt100" in merge_env(ContainerConfig(name="c", image="i", tty=True, env=[("TERM", "vt100")]), {}, "h")
+    assert not any(e.startswith("TERM=") for e in merge_env(ContainerConfig(name="c", image="i"), {}, "h"))
+    cni = CNI(bridge_conflist("10.1.0.0/24"))
+    assert [p["type"] for p in cni._plugins([])] == ["bridge"]
+    assert [p["type"] for p in cni._plugins([PortMapping(container_port=80, host_port=8080)])] == ["bridge", "portmap"]
