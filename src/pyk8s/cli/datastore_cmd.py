@@ -169,6 +169,9 @@ async def _migrate(args: argparse.Namespace) -> int:
         print(f"  {'RESOURCE'.ljust(width)}  KEYS")
         for res, n in sorted(result.by_resource.items(), key=lambda kv: (-kv[1], kv[0])):
             print(f"  {res.ljust(width)}  {n}")
+    if result.skipped:
+        print(f"not copied: {result.skipped} API server master lease(s) (/registry/masterleases/; "
+              "each running API server writes its own)")
     print(f"resourceVersions start over in the target (now at revision {result.target_revision}): "
           "clients relist when they reconnect.")
     if result.source_changed:

@@ -12,6 +12,12 @@ answered 410 Gone (too old) or "too large resource version", and informers relis
 after k3s moves a cluster from SQLite to etcd. uids, generations, timestamps and managedFields
 are in the values, so they are unchanged.
 
+Not copied: the API servers' master leases (`/registry/masterleases/<ip>`). They are
+ephemeral: upstream puts them on etcd leases of a few seconds, and every running API server
+re-creates its own within its renew interval. A copy would lose the etcd lease (or the
+expiry a store without TTLs keeps in the value), so an old server's entry could outlive it
+in the `kubernetes` Endpoints.
+
 The source's servers should be stopped: a write made during the copy is not copied. The copy
 checks the source's revision afterwards and says so (`source_changed`) if it moved.
 """
@@ -26,9 +32,10 @@ from dataclasses import dataclass, field
 
 from .interface import KeyValue, Store, StoreError
 
-__all__ = ["ROOT", "MigrationResult", "TargetNotEmptyError", "migrate", "resource_of"]
+__all__ = ["EPHEMERAL", "ROOT", "MigrationResult", "TargetNotEmptyError", "migrate", "resource_of"]
 
 ROOT = "/registry/"  # the API server's keys; each store maps it to its own prefix
+EPHEMERAL = ("/registry/masterleases/",)  # keys that live only as long as their writer (see above)
 PAGE = 500
 CONCURRENCY = 64  # creates in flight: SQLite commits them in groups, etcd pipelines them
 
@@ -56,6 +63,7 @@ class MigrationResult:
     source_revision: int = 0  # the revision the source was read at
     target_revision: int = 0  # the target's revision after the copy
     replaced: int = 0  # keys deleted from the target first (force)
+    skipped: int = 0  # ephemeral keys not copied (EPHEMERAL)
     by_resource: Counter[str] = field(default_factory=Counter)
     source_changed: bool = False  # the source's revision moved during the copy: writes may be missing
     seconds: float = 0.0
@@ -139,9 +147,11 @@ async def migrate(
         out.bytes += len(kv.value)
 
     async for page in _pages(source, out.source_revision):
-        await _bounded(page.kvs, put, CONCURRENCY)
-        out.keys += len(page.kvs)
-        note(Progress("copying", out.keys, max(total, out.keys), started))
+        kvs = [kv for kv in page.kvs if not kv.key.startswith(EPHEMERAL)]
+        out.skipped += len(page.kvs) - len(kvs)
+        await _bounded(kvs, put, CONCURRENCY)
+        out.keys += len(kvs)
+        note(Progress("copying", out.keys + out.skipped, max(total, out.keys + out.skipped), started))
 
     out.target_revision = await target.current_revision()
     if reopen_source is not None:
