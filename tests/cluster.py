@@ -71,6 +71,13 @@ def shared_etcd() -> Any:
             shutil.rmtree(base, ignore_errors=True)
 
         atexit.register(cleanup)
+        # etcd runs in its own session: if this worker dies without running atexit (killed, or an
+        # interrupted xdist run), a watchdog stops it, so no etcd outlives its worker
+        pids = " ".join(str(m.proc.pid) for m in c.members if m.proc is not None)
+        subprocess.Popen(["sh", "-c", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+                                      f"kill -9 {pids} 2>/dev/null; rm -rf '{base}'"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
         _shared_etcd = c
     return _shared_etcd
 
