@@ -357,7 +357,7 @@ class VolumeManager:
         """Whether `d` is a mount point; remembered, since every sync asks and mountinfo grows with the pods."""
         if d in self._tmpfs:
             return True
-        if is_mountpoint(d):
+        if os.path.ismount(d) or is_mountpoint(d):  # a tmpfs has its own st_dev: mountinfo only when that says no
             self._tmpfs.add(d)
             return True
         return False
