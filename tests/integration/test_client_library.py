@@ -84,3 +84,25 @@ def test_event_recorder_aggregates_repeats(cluster):
         await c.close()
 
     asyncio.run(main())
+
+
+def test_event_recorder_combines_similar_events_and_filters_spam(cluster):
+    """client-go's EventCorrelator: 9 Events, then one combined Event patched on; 25 writes per object at most."""
+    async def main():
+        c = Client.from_kubeconfig(cluster.kubeconfig)
+        obj = await c.create(CM, {"metadata": {"name": "ev-spam", "namespace": "default"}})
+        obj["kind"], obj["apiVersion"] = "ConfigMap", "v1"
+        r = EventRecorder(c, "test-controller")
+        for i in range(30):
+            r.event(obj, "Normal", "Created", f"Created thing {i}")
+        await r.flush()
+        evs = (await c.list(("", "v1", "events"), "default", field_selector="involvedObject.name=ev-spam"))["items"]
+        single = sorted(e["message"] for e in evs if not e["message"].startswith("(combined"))
+        combined = [e for e in evs if e["message"].startswith("(combined")]
+        assert single == sorted(f"Created thing {i}" for i in range(9))
+        # calls 10..25 spend the rest of the 25-token burst on the combined Event; 26..30 are dropped
+        assert len(combined) == 1 and combined[0]["count"] == 16
+        assert combined[0]["message"] == "(combined from similar events): Created thing 24"
+        await c.close()
+
+    asyncio.run(main())
