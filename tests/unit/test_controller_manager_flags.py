@@ -46,3 +46,11 @@ def test_leader_election_durations_are_checked_as_upstream():
     assert validate(args(10, 10, 2)) == "leaseDuration must be greater than renewDeadline"
     assert validate(args(15, 2.4, 2)) == "renewDeadline must be greater than retryPeriod*JitterFactor"
     assert validate(args(1, 10, 2, elect=False)) is None
+
+
+def test_every_controller_has_its_upstream_name():
+    """A controller added to KNOWN needs its canonical --controllers name in CANONICAL too."""
+    from pyk8s.controllers.manager import CANONICAL
+
+    assert set(KNOWN) == set(CANONICAL)
+    assert all(name.endswith("-controller") for name in CANONICAL.values())
