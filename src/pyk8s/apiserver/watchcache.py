@@ -3,9 +3,12 @@
 As upstream's cacher: lists with resourceVersion=0 (or a fresh consistent read) and
 all watches are served from here, so thousands of watchers cost the store nothing.
 Each event is serialised at most once per wire format, however many watchers get it.
-Fan-out appends to per-watcher queues and never awaits, so writers are never blocked
-by slow watchers; a watcher that falls too far behind is closed (the client re-lists),
-as upstream closes watchers whose channel is full.
+Fan-out never awaits, so writers are never blocked by slow watchers: a plain JSON watch
+whose connection keeps up gets the event's pre-framed chunk written straight to its
+connection (Watcher.sink; 1000 watchers: ~28 us of server CPU per delivered event, was
+~120 us through per-watcher queues and tasks, bench/api.py); otherwise the event goes to
+the watcher's queue, and a watcher that falls too far behind is closed (the client
+re-lists), as upstream closes watchers whose channel is full.
 """
 
 from __future__ import annotations
