@@ -261,7 +261,7 @@ def new_request_entity_too_large(message: str) -> StatusError:
 
 
 def new_unsupported_media_type(content_type: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
+    return StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
 
 
 def new_not_acceptable(message: str) -> StatusError:

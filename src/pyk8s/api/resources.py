@@ -9,8 +9,8 @@ Custom resources are added and removed at run time by the CRD machinery.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 __all__ = ["Resource", "Registry", "builtin_registry", "ALL_VERBS", "GroupKind"]
 
