@@ -144,7 +144,7 @@ class ResourceHandler:
                     return await self.watch(request, res, ns, out)
                 return await self.list(request, res, ns, out)
             if sub in ("", "status"):
-                obj = await self.rest.get(res, ns, info.name)
+                obj = await self.rest.get(res, ns, info.name, consistent=q.get("resourceVersion") != "0")
                 return self.respond(self.from_storage(res, obj), out, res)
             if sub == "scale":
                 from . import subresources
@@ -380,7 +380,8 @@ class ResourceHandler:
                     raise E.new_bad_request(f"invalid resource version: {rv}") from None
                 if want > self.rest.store.revision:
                     raise E.new_timeout(f"Too large resource version: {want}, current: {self.rest.store.revision}", 1)
-            await self.rest.fresh()
+            if rv != "0":  # "0" is any state the cache has: no round trip to the store (upstream's semantics)
+                await self.rest.fresh()
             use_cache = rv == "0" or not limit or cache.count(ns) <= limit
             if use_cache:
                 objs = cache.list(ns)
@@ -445,7 +446,8 @@ class ResourceHandler:
             if since > self.rest.store.revision:
                 raise E.new_timeout(f"Too large resource version: {since}, current: {self.rest.store.revision}", 1)
         else:
-            await self.rest.fresh()
+            if rv != "0":
+                await self.rest.fresh()
             since = cache.rev
         resp = web.StreamResponse(status=200)
         resp.headers["Content-Type"] = out.content_type

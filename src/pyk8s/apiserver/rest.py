@@ -100,14 +100,17 @@ class RestStorage:
     def _not_found(self, res: Resource, name: str) -> E.StatusError:
         return E.new_not_found(res.resource, name, res.group)
 
-    async def get_current(self, res: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
-        """The object as the cache has it (fresh: the embedded store feeds the cache before acking writes)."""
+    async def get_current(self, res: Resource, namespace: str | None, name: str,
+                          consistent: bool = True) -> dict[str, Any] | None:
+        """The object as the cache has it; `consistent` waits until the cache holds every acknowledged write
+        (resourceVersion=0 reads skip that, as upstream's "any" semantics, and so work without etcd's quorum)."""
         cache = await self.cache_for(res)
-        await self.fresh()
+        if consistent:
+            await self.fresh()
         return cache.objects.get(res.key(namespace, name))
 
-    async def get(self, res: Resource, namespace: str | None, name: str) -> dict[str, Any]:
-        obj = await self.get_current(res, namespace, name)
+    async def get(self, res: Resource, namespace: str | None, name: str, consistent: bool = True) -> dict[str, Any]:
+        obj = await self.get_current(res, namespace, name, consistent)
         if obj is None:
             raise self._not_found(res, name)
         return obj
