@@ -116,7 +116,8 @@ def test_nodes_register_ready_with_kubelet_fields(cluster):
         other = await c.get(NODES, "reg-node-0")
         assert other["status"]["addresses"][0]["address"] != addrs["InternalIP"]
 
-        lease = await c.get(LEASES, "reg-node-1", "kube-node-lease")
+        # the Lease follows the Node's registration (its own write, owner reference to the Node's uid)
+        lease = await eventually(lambda: c.get(LEASES, "reg-node-1", "kube-node-lease"))
         assert lease["spec"]["holderIdentity"] == "reg-node-1" and lease["spec"]["leaseDurationSeconds"] == 40
         assert lease["metadata"]["ownerReferences"][0]["uid"] == md["uid"]
 
