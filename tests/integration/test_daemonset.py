@@ -423,6 +423,42 @@ def test_on_delete_replaces_only_deleted_pods(cluster, seed_nodes):
     cluster.kubectl("delete", "ds", "od-ds")
 
 
+class PodCountWatch:
+    """The largest number of matching pods that existed at once, from a watch (polls can miss a short peak)."""
+
+    def __init__(self, kubeconfig: str, selector: str) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run(kubeconfig, selector)), daemon=True)
+        self._thread.start()
+        assert self._ready.wait(15), "pod watch did not start"
+
+    async def _run(self, kubeconfig: str, selector: str) -> None:
+        client = Client.from_kubeconfig(kubeconfig)
+        try:
+            listed = await client.list(("", "v1", "pods"), "default", labelSelector=selector)
+            live = {p["metadata"]["uid"] for p in listed["items"]}
+            self.peak = len(live)
+            self._ready.set()
+            async for ev in client.watch(("", "v1", "pods"), "default", listed["metadata"]["resourceVersion"],
+                                         timeout_seconds=60, labelSelector=selector):
+                if self._stop.is_set():
+                    break
+                uid = ev["object"]["metadata"].get("uid")
+                if ev["type"] == "ADDED":
+                    live.add(uid)
+                elif ev["type"] == "DELETED":
+                    live.discard(uid)
+                self.peak = max(self.peak, len(live))
+        finally:
+            await client.close()
+
+    def stop(self) -> int:
+        self._stop.set()
+        return self.peak
+
+
 def test_max_surge_starts_new_pod_before_deleting_old(cluster, seed_nodes):
     """RollingUpdate with maxSurge=1, maxUnavailable=0: every node always keeps an available pod."""
     manifest = {
@@ -434,12 +470,11 @@ def test_max_surge_starts_new_pod_before_deleting_old(cluster, seed_nodes):
                               "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}}}
     cluster.kubectl("apply", "-f", "-", input=json.dumps(manifest))
     wait_for(lambda: ds_row(cluster, "surge-ds") == ["3"] * 5, what="3 surge pods")
+    peak = PodCountWatch(cluster.kubeconfig, "app=surge")  # every add/delete, not a sample of them
     cluster.kubectl("set", "image", "ds/surge-ds", "c=busybox:2")
-    max_seen = 0
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
         now = pods_of(cluster, "app=surge")
-        max_seen = max(max_seen, len(now))
         row = ds_row(cluster, "surge-ds")
         assert int(row[4]) >= 3 or row[1] != "3", f"availability dropped: {row}"
         if row == ["3"] * 5 and {p["metadata"]["labels"]["pod-template-generation"] for p in now} == {"2"} \
@@ -448,5 +483,5 @@ def test_max_surge_starts_new_pod_before_deleting_old(cluster, seed_nodes):
         time.sleep(0.2)
     else:
         raise AssertionError("surge rollout did not finish")
-    assert max_seen >= 4  # a surged pod ran beside an old one
+    assert peak.stop() >= 4  # a surged pod ran beside an old one
     cluster.kubectl("delete", "ds", "surge-ds")
