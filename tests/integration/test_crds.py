@@ -45,6 +45,16 @@ def _wait_established(cluster):
     raise AssertionError("CRD not established")
 
 
+def _wait_api_service(cluster, status: int) -> dict:
+    deadline = time.time() + 10
+    while True:
+        r = raw_request(cluster, "GET", "/apis/apiregistration.k8s.io/v1/apiservices/v1.example.com")
+        if r.status == status or time.time() > deadline:
+            assert r.status == status, r.body
+            return r.json()
+        time.sleep(0.1)
+
+
 def test_crd_lifecycle(cluster):
     cluster.kubectl("apply", "-f", "-", input=json.dumps(CRD))
     _wait_established(cluster)
@@ -72,6 +82,13 @@ def test_crd_lifecycle(cluster):
     # watch works on custom resources
     r = raw_request(cluster, "GET", "/apis/example.com/v1/widgets?watch=true&timeoutSeconds=1")
     assert json.loads(r.body.splitlines()[0])["object"]["metadata"]["name"] == "w1"
+    # the CRD's group version gets a local APIService, as upstream's crdregistration controller makes
+    svc = _wait_api_service(cluster, 200)
+    assert svc["metadata"]["labels"] == {"kube-aggregator.kubernetes.io/automanaged": "true"}
+    assert svc["spec"] == {"group": "example.com", "version": "v1", "groupPriorityMinimum": 1000,
+                           "versionPriority": 100}
+    row = [ln.split() for ln in cluster.kubectl("get", "apiservices").stdout.splitlines() if "example.com" in ln]
+    assert [r[:3] for r in row] == [["v1.example.com", "Local", "True"]]
     cluster.kubectl("delete", "crd", "widgets.example.com")
     deadline = time.time() + 10
     while time.time() < deadline:
@@ -80,6 +97,7 @@ def test_crd_lifecycle(cluster):
             break
         time.sleep(0.1)
     assert r.status == 404
+    _wait_api_service(cluster, 404)  # gone with the last CRD serving it
     # recreating the CRD shows no leftover objects
     cluster.kubectl("apply", "-f", "-", input=json.dumps(CRD))
     _wait_established(cluster)

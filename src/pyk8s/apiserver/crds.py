@@ -30,6 +30,10 @@ def _storage_schema(crd: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+# upstream's autoregister label: "true" for APIServices kept in sync with CRDs ("onstart" for built-ins)
+AUTOMANAGED_LABEL = "kube-aggregator.kubernetes.io/automanaged"
+
+
 class CRDManager:
     def __init__(self, server: Any) -> None:
         self.server = server
@@ -163,7 +167,9 @@ class CRDManager:
         ctx = RequestContext(field_manager="kube-apiserver")
         if crd["metadata"].get("deletionTimestamp"):
             await self._cleanup(crd, ctx)
+            await self._sync_api_services(ctx)
             return
+        await self._sync_api_services(ctx)
         spec = crd.get("spec") or {}
         want = {
             "acceptedNames": {k: v for k, v in (spec.get("names") or {}).items()},
@@ -191,6 +197,53 @@ class CRDManager:
             return cur
 
         await self.rest.update(self.crd_res, None, name, mutate, ctx, subresource="status", retry_on_conflict=True)
+
+    async def _sync_api_services(self, ctx: RequestContext) -> None:
+        """As upstream's crdregistration controller: one local APIService per group version that some live CRD
+        serves (kubectl get apiservices lists them), removed when no CRD serves it any more."""
+        api_res = self.registry.get("apiregistration.k8s.io", "v1", "apiservices")
+        if api_res is None:
+            return
+        served: set[tuple[str, str]] = set()
+        for crd in (await self.rest.cache_for(self.crd_res)).list(None):
+            if crd["metadata"].get("deletionTimestamp"):
+                continue
+            spec = crd.get("spec") or {}
+            served.update((spec.get("group", ""), v["name"]) for v in spec.get("versions") or [] if v.get("served"))
+        existing = {o["metadata"]["name"]: o for o in (await self.rest.cache_for(api_res)).list(None)
+                    if (o["metadata"].get("labels") or {}).get(AUTOMANAGED_LABEL) == "true"}
+        for group, version in sorted(served):
+            name = f"{version}.{group}"
+            if name in existing:
+                continue
+            obj = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                   "metadata": {"name": name, "labels": {AUTOMANAGED_LABEL: "true"}},
+                   # CRD groups sort after the built-in ones, as upstream's
+                   "spec": {"group": group, "version": version, "groupPriorityMinimum": 1000,
+                            "versionPriority": 100}}
+            try:
+                await self.rest.create(api_res, None, obj, ctx)
+            except E.StatusError as e:
+                if e.code != 409:
+                    raise
+                continue
+
+            def available(c: dict[str, Any] | None) -> dict[str, Any]:
+                assert c is not None
+                c["status"] = {"conditions": [{"type": "Available", "status": "True", "reason": "Local",
+                                               "message": "Local APIServices are always available",
+                                               "lastTransitionTime": now_rfc3339()}]}
+                return c
+
+            await self.rest.update(api_res, None, name, available, ctx, subresource="status", retry_on_conflict=True)
+        for name, obj in existing.items():
+            spec = obj.get("spec") or {}
+            if (spec.get("group", ""), spec.get("version", "")) not in served:
+                try:
+                    await self.rest.delete(api_res, None, name, {}, ctx)
+                except E.StatusError as e:
+                    if e.code != 404:
+                        raise
 
     async def _cleanup(self, crd: dict[str, Any], ctx: RequestContext) -> None:
         spec = crd.get("spec") or {}
