@@ -12,7 +12,11 @@ import time
 
 import pytest
 
+from tests.cluster import BOTH_DATASTORES
+
 from .kubectl_compat import MANIFESTS, SOME_VERSIONS, Kubectl, ensure_nodes, ensure_ns, table
+
+pytestmark = BOTH_DATASTORES  # watch, edit, wait and describe read the same from SQLite and from etcd
 
 UPSTREAM = os.path.join(MANIFESTS, "..", "upstream-observed.md")
 
