@@ -7,6 +7,7 @@ Values are JSON data; a member that is absent is `MISSING` (distinct from JSON n
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ._common import go_equal, go_json, go_type_name, go_v
@@ -86,17 +87,36 @@ def item_pe(t: TypeNode | None, item: Any) -> PE:
         if not isinstance(item, dict):
             raise ValueError("associative list with keys may not have non-map elements")
         fields: dict[str, Any] = {}
+        plain = True
         for k in t.keys:
             if k in item:
-                fields[k] = item[k]
+                v = fields[k] = item[k]
             elif k in t.key_defaults:
-                fields[k] = t.key_defaults[k]
+                v = fields[k] = t.key_defaults[k]
             else:
                 raise ValueError(f'associative list with keys has an element that omits key field "{k}" '
                                  "(and doesn't have default value)")
+            if plain and type(v) is not str and type(v) is not int:
+                plain = False
+        if plain:  # the usual keys (name, type, containerPort...): memoised
+            return _plain_key_pe(tuple(fields.items()))
         return ("k", go_json(fields, sort_keys=True))
     if isinstance(item, (dict, list)) and item:
         raise ValueError("associative list without keys has an element that's a map type")
+    if type(item) is str:
+        return _str_value_pe(item)
+    return ("v", go_json(item, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=65536)
+def _plain_key_pe(pairs: tuple[tuple[str, str | int], ...]) -> PE:
+    """key_pe of key fields whose values are all strings or ints (exact types, so no bool or
+    float shares a cache entry with an int)."""
+    return ("k", go_json(dict(pairs), sort_keys=True))
+
+
+@functools.lru_cache(maxsize=65536)
+def _str_value_pe(item: str) -> PE:
     return ("v", go_json(item, sort_keys=True))
 
 
@@ -344,11 +364,39 @@ def _cmp_node(lv: Any, rv: Any, t: TypeNode | None, pe: PE, A: FieldSet, M: Fiel
         R.members.add(pe)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Strict deep equality (same JSON types all the way down, as go_equal): a subtree that is
+    the same on both sides adds nothing to compare's sets, so it need not be walked with types.
+    No identity shortcut, so a NaN still differs from itself as in go_equal."""
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is dict:
+        if len(a) != len(b):
+            return False
+        for k, x in a.items():
+            y = b.get(k, MISSING)
+            if y is MISSING or not _same(x, y):
+                return False
+        return True
+    if ta is list:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            if not _same(x, y):
+                return False
+        return True
+    return a == b
+
+
 def _cmp_map_items(lv: dict[str, Any], rv: dict[str, Any], t: TypeNode | None, A: FieldSet, M: FieldSet,
                    R: FieldSet) -> None:
     for key, lchild in lv.items():
+        rchild = rv.get(key, MISSING)
+        if rchild is not MISSING and lchild == rchild and _same(lchild, rchild):
+            continue  # unchanged subtree: nothing added, modified or removed below it
         ft, _ = _field_type(t, key)
-        _cmp_node(lchild, rv.get(key, MISSING), ft, ("f", key), A, M, R)
+        _cmp_node(lchild, rchild, ft, ("f", key), A, M, R)
     for key, rchild in rv.items():
         if key not in lv:
             ft, _ = _field_type(t, key)
@@ -389,6 +437,8 @@ def _cmp_list_items(lv: list[Any], rv: list[Any], t: TypeNode | None, A: FieldSe
             elif not go_equal(litems, ritems):
                 M.members.add(pe)
             continue
+        if litems and ritems and litems[0] == ritems[0] and _same(litems[0], ritems[0]):
+            continue  # unchanged item
         _cmp_node(litems[0] if litems else MISSING, ritems[0] if ritems else MISSING, elem, pe, A, M, R)
 
 

@@ -34,6 +34,7 @@ before admission), mirroring where upstream calls its field manager.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -122,6 +123,7 @@ class _DecodeError(ValueError):
     pass
 
 
+@functools.lru_cache(maxsize=4096)
 def _manager_id(manager: str, operation: str, api_version: str, subresource: str) -> str:
     entry: dict[str, Any] = {}
     if manager:
@@ -176,9 +178,22 @@ def decode_managed_fields(entries: Any) -> dict[str, dict[str, Any]]:
                   "time": m.times.get(mid)} for mid, vs in m.fields.items()}
 
 
+@functools.lru_cache(maxsize=4096)
+def _ident(mid: str) -> dict[str, Any]:
+    """A manager identifier's fields (memoised; read only)."""
+    return json.loads(mid)
+
+
 def _unix(t: str | None) -> float:
     if not t:
         return 0.0
+    if type(t) is str:
+        return _unix_str(t)
+    return _unix_str.__wrapped__(t)
+
+
+@functools.lru_cache(maxsize=4096)
+def _unix_str(t: str) -> float:
     try:
         return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() // 1
     except ValueError:
@@ -190,7 +205,7 @@ def _encode(m: _Managed) -> list[dict[str, Any]] | None:
         return None
     entries = []
     for mid, vs in m.fields.items():
-        ident = json.loads(mid)
+        ident = _ident(mid)
         entry: dict[str, Any] = {}
         if ident.get("manager"):
             entry["manager"] = ident["manager"]

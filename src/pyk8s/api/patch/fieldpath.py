@@ -110,6 +110,7 @@ def path_string(path: tuple[PE, ...]) -> str:
     return "".join(pe_string(pe) for pe in path)
 
 
+@functools.lru_cache(maxsize=65536)
 def _pe_fields_key(pe: PE) -> str:
     kind, data = pe
     if kind == "f":
@@ -121,7 +122,9 @@ def _pe_fields_key(pe: PE) -> str:
     return f"i:{data}"
 
 
+@functools.lru_cache(maxsize=16384)
 def _parse_fields_key(key: str) -> PE:
+    """A FieldsV1 key's PE (memoised: managedFields of every write repeat the same keys)."""
     if len(key) < 2 or key[1] != ":":
         raise FieldsV1Error(f"parsing JSON: unknown path element key: {key!r}")
     tag, rest = key[0], key[2:]
@@ -304,14 +307,21 @@ class FieldSet:
         if own:
             out["."] = {}
         members = self.members
-        nonempty = {pe: c for pe, c in self.children.items() if not c.empty()}
-        pes = members.union(nonempty) if nonempty else members
-        for pe in _sorted(pes):
-            c = nonempty.get(pe)
-            if c is not None:
-                out[_pe_fields_key(pe)] = c._emit(pe in members)
-            else:
+        children = self.children
+        if not children:
+            for pe in _sorted(members):
                 out[_pe_fields_key(pe)] = {}
+            return out
+        # each child emitted once; one that emits nothing (no "." of its own) is empty
+        emitted: dict[PE, dict[str, Any]] = {}
+        for pe, c in children.items():
+            own_c = pe in members
+            sub = c._emit(own_c)
+            if len(sub) > own_c:
+                emitted[pe] = sub
+        pes = members.union(emitted) if emitted else members
+        for pe in _sorted(pes):
+            out[_pe_fields_key(pe)] = emitted.get(pe) or {}
         return out
 
     @classmethod
@@ -333,6 +343,6 @@ class FieldSet:
             if "." in val:
                 s.members.add(pe)
             sub = cls.from_fields_v1(val)
-            if not sub.empty():
+            if sub.members or sub.children:  # built here: children are never empty
                 s.children[pe] = sub
         return s
