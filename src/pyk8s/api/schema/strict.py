@@ -15,6 +15,7 @@ because these checks run on every write.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -387,11 +388,18 @@ class _TypeWalk:
                     self.fatal = self.type_err(err, "int32", sname)
         elif kind in (TIME, MICROTIME):
             if type(v) is str:
-                err = parse_rfc3339_error(v, micro=kind == MICROTIME)
+                err = _time_error(v, kind == MICROTIME)
                 if err:
                     self.fatal = err
             else:
                 self.fatal = self.type_err(_desc(v), "string", sname)
+
+
+@functools.lru_cache(maxsize=16384)
+def _time_error(v: str, micro: bool) -> str | None:
+    """parse_rfc3339_error, memoised: most timestamps of an object (transition times, managedFields
+    times) are the same on every write of it."""
+    return parse_rfc3339_error(v, micro=micro)
 
 
 def _int_err(v: Any, bits: int) -> str | None:
