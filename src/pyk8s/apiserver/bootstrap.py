@@ -111,7 +111,6 @@ _API_SERVICE_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
 
 async def _local_api_services(server: Any) -> None:
     """As kube-aggregator's autoregistration: one APIService per built-in group version, served locally."""
-    from .objectmeta import now_rfc3339
 
     seen: set[tuple[str, str]] = set()
     for r in server.registry.all():
@@ -131,15 +130,22 @@ async def _local_api_services(server: Any) -> None:
         res = server.registry.get("apiregistration.k8s.io", "v1", "apiservices")
         cur = await server.rest.get_current(res, None, name)
         if cur is not None and not (cur.get("status") or {}).get("conditions"):
-            def available(c: dict[str, Any] | None) -> dict[str, Any]:
-                assert c is not None
-                c["status"] = {"conditions": [{"type": "Available", "status": "True", "reason": "Local",
-                                               "message": "Local APIServices are always available",
-                                               "lastTransitionTime": now_rfc3339()}]}
-                return c
+            await mark_local_api_service_available(server.rest, res, name,
+                                                   RequestContext(field_manager="kube-apiserver"))
 
-            await server.rest.update(res, None, name, available, RequestContext(field_manager="kube-apiserver"),
-                                     subresource="status", retry_on_conflict=True)
+
+async def mark_local_api_service_available(rest: Any, res: Any, name: str, ctx: RequestContext) -> None:
+    """A locally served APIService's status: always Available (built-in and CRD group versions alike)."""
+    from .objectmeta import now_rfc3339
+
+    def available(c: dict[str, Any] | None) -> dict[str, Any]:
+        assert c is not None
+        c["status"] = {"conditions": [{"type": "Available", "status": "True", "reason": "Local",
+                                       "message": "Local APIServices are always available",
+                                       "lastTransitionTime": now_rfc3339()}]}
+        return c
+
+    await rest.update(res, None, name, available, ctx, subresource="status", retry_on_conflict=True)
 
 
 async def _kubernetes_service(server: Any) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from ..api import errors as E
 from ..api.resources import Resource
 from . import kindhooks
+from .bootstrap import mark_local_api_service_available
 from .objectmeta import now_rfc3339
 from .rest import RequestContext
 
@@ -227,15 +228,7 @@ class CRDManager:
                 if e.code != 409:
                     raise
                 continue
-
-            def available(c: dict[str, Any] | None) -> dict[str, Any]:
-                assert c is not None
-                c["status"] = {"conditions": [{"type": "Available", "status": "True", "reason": "Local",
-                                               "message": "Local APIServices are always available",
-                                               "lastTransitionTime": now_rfc3339()}]}
-                return c
-
-            await self.rest.update(api_res, None, name, available, ctx, subresource="status", retry_on_conflict=True)
+            await mark_local_api_service_available(self.rest, api_res, name, ctx)
         for name, obj in existing.items():
             spec = obj.get("spec") or {}
             if (spec.get("group", ""), spec.get("version", "")) not in served:
