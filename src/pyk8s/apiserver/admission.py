@@ -148,9 +148,10 @@ class ServiceAllocator:
 
     def _used(self, services: list[dict[str, Any]]) -> tuple[set[str], set[int]]:
         now = time.monotonic()
-        for d in (self._pending_ips, self._pending_ports):
-            for k in [k for k, t in d.items() if now - t > 30]:
-                del d[k]
+        for ip in [k for k, t in self._pending_ips.items() if now - t > 30]:
+            del self._pending_ips[ip]
+        for port in [k for k, t in self._pending_ports.items() if now - t > 30]:
+            del self._pending_ports[port]
         ips: set[str] = set(self._pending_ips)
         ports: set[int] = set(self._pending_ports)
         for s in services:

@@ -51,7 +51,11 @@ def _profile_from_env() -> None:
 
     signal.signal(signal.SIGUSR1, dump)
     prof.enable()
-    atexit.register(lambda: (prof.disable(), prof.dump_stats(path)))
+    def final() -> None:
+        prof.disable()
+        prof.dump_stats(path)
+
+    atexit.register(final)
 
 
 _profile_from_env()

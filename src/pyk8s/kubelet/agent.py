@@ -266,7 +266,7 @@ class Kubelet:
             log.warning("kubelet server not started on port %d: %s (kubectl logs/exec will not reach this node)",
                         c.port, e)
             return
-        self.server = srv
+        self.server: Any = srv  # None again after stop()
 
     async def stop(self) -> None:
         """Stop the kubelet; containers keep running and a new kubelet adopts them."""

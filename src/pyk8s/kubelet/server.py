@@ -315,10 +315,10 @@ class KubeletServer:
                   "websocket" if isinstance(streams, RC.WSStreams) else "spdy", streams.protocol)
         self._active.add(streams)
         try:
+            status: dict[str, Any] | None = None
             if verb == "exec":
                 status = await RC.run_command(argv_for, streams, cmd)
             else:
-                status = None
                 sock = getattr(self.runtime, "attach_socket", lambda _c: "")(cid)
                 if sock:
                     status = await RC.run_attach_shim(streams, sock)

@@ -301,7 +301,7 @@ def _cmp_added(rv: Any, t: TypeNode | None, pe: PE, A: FieldSet) -> None:
         A.members.add(pe)
         return
     ca = FieldSet()
-    if kind == MAP:
+    if isinstance(rv, dict):  # kind == MAP: the check above made rv the matching container
         if t is None or t.kind == DEDUCED:
             for key, rchild in rv.items():
                 _cmp_added(rchild, None, ("f", key), ca)
