@@ -12,10 +12,10 @@ from typing import Any
 
 from ._common import go_equal, go_json, go_type_name, go_v
 from ._schema import DEDUCED, LIST, MAP, SCALAR, TypeNode
-from .fieldpath import PE, FieldSet, path_string
+from .fieldpath import PE, FieldSet, _pe_fields_key, _pe_rank, path_string
 
 __all__ = ["MISSING", "TypedError", "to_field_set", "compare", "merge", "remove_items", "ensure_named_fields",
-           "item_pe"]
+           "item_pe", "added_fields_v1", "changed_fields_v1", "changed_map_fields_v1"]
 
 
 class _Missing:
@@ -440,6 +440,119 @@ def _cmp_list_items(lv: list[Any], rv: list[Any], t: TypeNode | None, A: FieldSe
         if litems and ritems and litems[0] == ritems[0] and _same(litems[0], ritems[0]):
             continue  # unchanged item
         _cmp_node(litems[0] if litems else MISSING, ritems[0] if ritems else MISSING, elem, pe, A, M, R)
+
+
+# ---------------------------------------------------------------------------------------------
+# Compare, written straight as FieldsV1 (creates)
+#
+# On a create the field manager's set is compare(empty typed object, new)'s added and modified
+# fields. These functions give that set's FieldsV1 form in one walk, without building the
+# FieldSets and emitting them. They mirror _cmp_added and _cmp_node (keep them in step) and
+# emit as FieldSet.to_fields_v1 does: keys in path-element order, "." first on a node that
+# is owned itself and has owned children, `{}` for an owned node with none.
+
+
+def _child_type(t: TypeNode | None, key: str) -> TypeNode | None:
+    """_field_type's type alone (TypeNode.field falls back to the element type itself)."""
+    if t is None or t.kind == DEDUCED:
+        return None
+    return t.field(key)
+
+
+def added_fields_v1(v: Any, t: TypeNode | None) -> dict[str, Any]:
+    """FieldsV1 of a value that is new (as _cmp_added): the node and everything below it."""
+    if not v:  # null, a scalar that is zero, an empty map or list: a leaf
+        return {}
+    if t is None or t.kind == DEDUCED:
+        if not isinstance(v, dict):  # deduced lists are atomic
+            return {}
+        out: dict[str, Any] = {".": {}}
+        for key in sorted(v):
+            out["f:" + key] = added_fields_v1(v[key], None)
+        return out
+    kind = t.kind
+    if t.atomic:
+        return {}
+    if kind == MAP:
+        if not isinstance(v, dict):
+            return {}
+        out = {".": {}}
+        for key in sorted(v):
+            out["f:" + key] = added_fields_v1(v[key], t.field(key))
+        return out
+    if kind != LIST or not isinstance(v, list):
+        return {}
+    elem = t.elem()
+    pes, by_pe = _safe_index(t, v)
+    if len(pes) > 1:
+        pes.sort(key=_pe_rank)
+    out = {".": {}}
+    for pe in pes:
+        items = by_pe[pe]
+        # duplicated keys compare as one atomic leaf
+        out[_pe_fields_key(pe)] = added_fields_v1(items[0], elem) if len(items) == 1 else {}
+    return out
+
+
+def changed_fields_v1(lv: Any, rv: Any, t: TypeNode | None) -> dict[str, Any] | None:
+    """FieldsV1 of what compare adds or modifies at a node present on both sides (as _cmp_node
+    with neither side MISSING), None when nothing. What it removes is left out: on a create it
+    is never owned by the updater, so the manager's set does not change by removing it."""
+    probe = rv if rv is not None else lv
+    kind = _kind(t, probe)
+    leaf = kind == SCALAR
+    if not leaf:
+        want = dict if kind == MAP else list
+        if not ((lv is None or isinstance(lv, want)) and (rv is None or isinstance(rv, want))):
+            leaf = True
+        elif _is_atomic(t, kind) or (_is_empty(lv) and _is_empty(rv)):
+            leaf = True
+    if leaf:
+        return None if go_equal(lv, rv) else {}
+    if kind == MAP:
+        return changed_map_fields_v1(lv if isinstance(lv, dict) else {}, rv if isinstance(rv, dict) else {}, t)
+    assert t is not None
+    elem = _elem(t)
+    lpes, lmap = _safe_index(t, lv if isinstance(lv, list) else [])
+    rpes, rmap = _safe_index(t, rv if isinstance(rv, list) else [])
+    found: list[tuple[PE, dict[str, Any]]] = []
+    for pe in rpes:  # items only on the left are removed
+        litems = lmap.get(pe)
+        ritems = rmap[pe]
+        if (litems is not None and len(litems) > 1) or len(ritems) > 1:
+            if litems is None or not go_equal(litems, ritems):
+                found.append((pe, {}))
+            continue
+        if litems is None:
+            found.append((pe, added_fields_v1(ritems[0], elem)))
+        elif not (litems[0] == ritems[0] and _same(litems[0], ritems[0])):
+            sub = changed_fields_v1(litems[0], ritems[0], elem)
+            if sub is not None:
+                found.append((pe, sub))
+    if not found:
+        return None
+    found.sort(key=lambda e: _pe_rank(e[0]))
+    return {_pe_fields_key(pe): sub for pe, sub in found}
+
+
+def changed_map_fields_v1(lv: dict[str, Any], rv: dict[str, Any], t: TypeNode | None,
+                          skip: Any = ()) -> dict[str, Any] | None:
+    """changed_fields_v1 of the members of two maps (as _cmp_map_items; compare's root),
+    leaving out the keys in `skip`."""
+    found: dict[str, dict[str, Any]] = {}
+    for key, rchild in rv.items():
+        if key in skip:
+            continue
+        lchild = lv.get(key, MISSING)
+        if lchild is MISSING:
+            found[key] = added_fields_v1(rchild, _child_type(t, key))
+        elif not (lchild == rchild and _same(lchild, rchild)):
+            sub = changed_fields_v1(lchild, rchild, _child_type(t, key))
+            if sub is not None:
+                found[key] = sub
+    if not found:
+        return None
+    return {"f:" + key: found[key] for key in sorted(found)}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,8 +45,16 @@ from pyk8s.api.errors import StatusError
 
 from ._common import bad_request, deepcopy_json, go_equal, go_json, go_q, raw_error
 from ._schema import MAP, TypeNode, type_for_gvk, type_for_schema, zero_object
-from ._typed import TypedError, compare, ensure_named_fields, merge, remove_items, to_field_set
-from .fieldpath import PE, FieldSet, FieldsV1Error, path_string
+from ._typed import (
+    TypedError,
+    changed_map_fields_v1,
+    compare,
+    ensure_named_fields,
+    merge,
+    remove_items,
+    to_field_set,
+)
+from .fieldpath import PE, FieldSet, FieldsV1Error, _pe_fields_key, path_string
 
 __all__ = [
     "server_side_apply",
@@ -200,28 +208,31 @@ def _unix_str(t: str) -> float:
         return 0.0
 
 
+def _entry(mid: str, applied: bool, api_version: str, t: str | None, fields_v1: dict[str, Any]) -> dict[str, Any]:
+    """One wire managedFields entry."""
+    ident = _ident(mid)
+    entry: dict[str, Any] = {}
+    if ident.get("manager"):
+        entry["manager"] = ident["manager"]
+    op = "Apply" if applied else ident.get("operation", "")
+    if op:
+        entry["operation"] = op
+    if api_version:
+        entry["apiVersion"] = api_version
+    if t:
+        entry["time"] = t
+    entry["fieldsType"] = "FieldsV1"
+    entry["fieldsV1"] = fields_v1
+    if ident.get("subresource"):
+        entry["subresource"] = ident["subresource"]
+    return entry
+
+
 def _encode(m: _Managed) -> list[dict[str, Any]] | None:
     if not m.fields:
         return None
-    entries = []
-    for mid, vs in m.fields.items():
-        ident = _ident(mid)
-        entry: dict[str, Any] = {}
-        if ident.get("manager"):
-            entry["manager"] = ident["manager"]
-        op = "Apply" if vs.applied else ident.get("operation", "")
-        if op:
-            entry["operation"] = op
-        if vs.api_version:
-            entry["apiVersion"] = vs.api_version
-        t = m.times.get(mid)
-        if t:
-            entry["time"] = t
-        entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = vs.set.to_fields_v1()
-        if ident.get("subresource"):
-            entry["subresource"] = ident["subresource"]
-        entries.append(entry)
+    entries = [_entry(mid, vs.applied, vs.api_version, m.times.get(mid), vs.set.to_fields_v1())
+               for mid, vs in m.fields.items()]
     entries.sort(key=lambda e: (e.get("operation", ""), _unix(e.get("time")), e.get("manager", ""),
                                 e.get("apiVersion", ""), e.get("subresource", "")))
     return entries
@@ -728,12 +739,53 @@ def managed_fields_entries(old: dict[str, Any] | None, new: dict[str, Any], mana
     else:
         live = _without_managed_fields(old)
     try:
+        if old is None and not managed.fields and not ctx.ignored.children:
+            return _created_entries(ctx, live, view, manager)
         m = _update_chain(ctx, live, view, managed, manager)
     except Exception:  # noqa: BLE001 - UpdateNoErrors: never fail the write over bookkeeping
         _log.exception("[SHOULD NOT HAPPEN] failed to update managedFields for %s %s; kept the live ones",
                        ctx.gvk, (new_md.get("namespace") or "") + "/" + str(new_md.get("name") or ""))
         return deepcopy_json(live_entries) if live_entries is not None else None
     return _encode(m)
+
+
+def _created_entries(ctx: _Ctx, zero: dict[str, Any], new: dict[str, Any], manager: str) -> list[dict[str, Any]] | None:
+    """_encode(_update_chain(ctx, zero, new, no managers, manager)) for a create, in one walk:
+    with no managers yet the only entry is compare(zero, new)'s added and modified fields (less
+    the reset fields and the never-owned ones), written straight as FieldsV1 (a pod create
+    spent ~40% of its managedFields time building and emitting the FieldSets)."""
+    skip = {pe[1] for pe in ctx.ignored.members}  # top-level reset fields (no nested ones here)
+    fields_v1 = changed_map_fields_v1(zero, new, ctx.t, skip)
+    if fields_v1 is None:
+        return None
+    _difference_fields_v1(fields_v1, _STRIP)
+    if not fields_v1:
+        return None
+    mid = _manager_id(manager, "Update", ctx.version, ctx.subresource)
+    return [_entry(mid, False, ctx.version, ctx.now, fields_v1)]
+
+
+def _difference_fields_v1(fields_v1: dict[str, Any], fs: FieldSet) -> None:
+    """FieldSet.difference on the FieldsV1 form, in place: `fields_v1` less the paths of `fs`
+    (a node leaves, what is owned below it stays)."""
+    for pe, sub_fs in fs.children.items():
+        key = _pe_fields_key(pe)
+        sub = fields_v1.get(key)
+        if sub:
+            _difference_fields_v1(sub, sub_fs)
+            if not sub:  # not owned itself, nothing owned below it left
+                del fields_v1[key]
+            elif len(sub) == 1 and "." in sub:  # owned, nothing below: a leaf
+                fields_v1[key] = {}
+    for pe in fs.members:
+        key = _pe_fields_key(pe)
+        sub = fields_v1.get(key)
+        if sub is None:
+            continue
+        if not sub:
+            del fields_v1[key]
+        else:
+            sub.pop(".", None)
 
 
 def _decode_or_empty(entries: Any) -> _Managed:
