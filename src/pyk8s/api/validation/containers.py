@@ -6,6 +6,7 @@ volume mounts and security contexts).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import FieldError
@@ -305,7 +306,9 @@ def _probe(probe: Any, grace: Any, path: str, kind: str) -> list[FieldError]:
     probe = _d(probe)
     errs = _handler(probe, grace, path, _PROBE_HANDLERS)
     for f in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"):
-        errs += validate_nonnegative(probe.get(f, 0), child(path, f))
+        v = probe.get(f, 0)
+        if type(v) is not int or v < 0:  # the usual non-negative int needs no path built
+            errs += validate_nonnegative(v, child(path, f))
     tgp = probe.get("terminationGracePeriodSeconds")
     if tgp is not None and tgp <= 0:
         errs.append(invalid(child(path, "terminationGracePeriodSeconds"), tgp, "must be greater than 0"))
@@ -313,6 +316,18 @@ def _probe(probe: Any, grace: Any, path: str, kind: str) -> list[FieldError]:
         errs.append(invalid(child(path, "successThreshold"), probe.get("successThreshold", 0), "must be 1"))
     if kind == "readiness" and tgp is not None:
         errs.append(invalid(child(path, "terminationGracePeriodSeconds"), tgp, "must not be set for readinessProbes"))
+    return errs
+
+
+_PROBES = (("livenessProbe", "liveness"), ("readinessProbe", "readiness"), ("startupProbe", "startup"))
+
+
+def _probes(ctr: V, grace: Any, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for f, kind in _PROBES:
+        probe = ctr.get(f)
+        if probe is not None:
+            errs += _probe(probe, grace, child(path, f), kind)
     return errs
 
 
@@ -473,22 +488,36 @@ def _container_common(ctr: V, volumes: dict[str, V], claims: set[str], path: str
         errs.append(required(child(path, "terminationMessagePolicy")))
     elif tmp not in ("File", "FallbackToLogsOnError"):
         errs.append(not_supported(child(path, "terminationMessagePolicy"), tmp, ["File", "FallbackToLogsOnError"]))
-    mounts = {_s(_d(m).get("name")): _s(_d(m).get("mountPath")) for m in _l(ctr.get("volumeMounts"))}
-    devices = {_s(_d(m).get("name")): _s(_d(m).get("devicePath")) for m in _l(ctr.get("volumeDevices"))}
-    errs += _container_ports(ctr.get("ports"), child(path, "ports"))
-    errs += _env(ctr.get("env"), child(path, "env"))
-    errs += _env_from(ctr.get("envFrom"), child(path, "envFrom"))
-    errs += _volume_mounts(ctr, devices, volumes, child(path, "volumeMounts"))
-    errs += _volume_devices(ctr, mounts, volumes, child(path, "volumeDevices"))
+    # the list checks find nothing in an absent or empty list: skip those (the common case)
+    vds = ctr.get("volumeDevices")
+    devices = {_s(_d(m).get("name")): _s(_d(m).get("devicePath")) for m in _l(vds)}
+    for f, fn in _CONTAINER_LISTS:
+        v = ctr.get(f)
+        if v:
+            errs += fn(v, child(path, f))
+    if ctr.get("volumeMounts"):
+        errs += _volume_mounts(ctr, devices, volumes, child(path, "volumeMounts"))
+    if vds:
+        mounts = {_s(_d(m).get("name")): _s(_d(m).get("mountPath")) for m in _l(ctr.get("volumeMounts"))}
+        errs += _volume_devices(ctr, mounts, volumes, child(path, "volumeDevices"))
     ipp = ctr.get("imagePullPolicy") or ""
     if not ipp:
         errs.append(required(child(path, "imagePullPolicy")))
     elif ipp not in ("Always", "IfNotPresent", "Never"):
         errs.append(not_supported(child(path, "imagePullPolicy"), ipp, ["Always", "IfNotPresent", "Never"]))
-    errs += validate_resource_requirements(ctr.get("resources"), child(path, "resources"), claims)
-    errs += _resize_policy(ctr.get("resizePolicy"), child(path, "resizePolicy"), restart_policy)
-    errs += _container_security_context(ctr.get("securityContext"), child(path, "securityContext"), host_users)
+    res = ctr.get("resources")
+    if res:
+        errs += validate_resource_requirements(res, child(path, "resources"), claims)
+    if ctr.get("resizePolicy"):
+        errs += _resize_policy(ctr["resizePolicy"], child(path, "resizePolicy"), restart_policy)
+    if ctr.get("securityContext"):  # an empty one has nothing to check
+        errs += _container_security_context(ctr["securityContext"], child(path, "securityContext"), host_users)
     return errs
+
+
+_CONTAINER_LISTS: tuple[tuple[str, Callable[[Any, str], list[FieldError]]], ...] = (
+    ("ports", _container_ports), ("env", _env), ("envFrom", _env_from),
+)
 
 
 def _resize_policy(policies: Any, path: str, restart_policy: str) -> list[FieldError]:
@@ -546,9 +575,7 @@ def validate_containers(containers: Any, volumes: dict[str, V], claims: set[str]
         names.add(name)
         if ctr.get("lifecycle") is not None:
             errs += _lifecycle(_d(ctr["lifecycle"]), grace, child(p, "lifecycle"))
-        errs += _probe(ctr.get("livenessProbe"), grace, child(p, "livenessProbe"), "liveness")
-        errs += _probe(ctr.get("readinessProbe"), grace, child(p, "readinessProbe"), "readiness")
-        errs += _probe(ctr.get("startupProbe"), grace, child(p, "startupProbe"), "startup")
+        errs += _probes(ctr, grace, p)
         if ctr.get("restartPolicy") is not None:
             errs.append(forbidden(child(p, "restartPolicy"), "may not be set for non-init containers"))
     return errs + _host_port_conflicts(containers, path)
@@ -578,9 +605,7 @@ def validate_init_containers(inits: Any, regular: Any, volumes: dict[str, V], cl
         if always:
             if ctr.get("lifecycle") is not None:
                 errs += _lifecycle(_d(ctr["lifecycle"]), grace, child(p, "lifecycle"))
-            errs += _probe(ctr.get("livenessProbe"), grace, child(p, "livenessProbe"), "liveness")
-            errs += _probe(ctr.get("readinessProbe"), grace, child(p, "readinessProbe"), "readiness")
-            errs += _probe(ctr.get("startupProbe"), grace, child(p, "startupProbe"), "startup")
+            errs += _probes(ctr, grace, p)
         else:
             for f in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe"):
                 if ctr.get(f) is not None:

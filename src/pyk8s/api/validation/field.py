@@ -27,6 +27,8 @@ __all__ = [
 
 def child(path: str, *names: str) -> str:
     """path.Child(names...): `a.b.c`; an empty root yields just the child."""
+    if len(names) == 1 and path:  # the common case, on every validated field
+        return f"{path}.{names[0]}"
     for n in names:
         path = f"{path}.{n}" if path else n
     return path

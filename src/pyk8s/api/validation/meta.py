@@ -5,6 +5,7 @@ and core's extra finalizer-name rule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import FieldError
@@ -200,6 +201,12 @@ def _validate_managed_fields(entries: Any, path: str) -> list[FieldError]:
     return errs
 
 
+_META_MAPS_AND_LISTS: tuple[tuple[str, Callable[[Any, str], list[FieldError]]], ...] = (
+    ("labels", validate_labels), ("annotations", validate_annotations), ("ownerReferences", validate_owner_references),
+    ("finalizers", validate_finalizers), ("managedFields", _validate_managed_fields),
+)
+
+
 def _common(md: dict[str, Any], namespaced: bool, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     ns = md.get("namespace") or ""
@@ -210,12 +217,14 @@ def _common(md: dict[str, Any], namespaced: bool, path: str) -> list[FieldError]
             errs += [invalid(child(path, "namespace"), ns, m) for m in validate_namespace_name(ns, False)]
     elif ns:
         errs.append(forbidden(child(path, "namespace"), "not allowed on this type"))
-    errs += validate_nonnegative(md.get("generation", 0), child(path, "generation"))
-    errs += validate_labels(md.get("labels"), child(path, "labels"))
-    errs += validate_annotations(md.get("annotations"), child(path, "annotations"))
-    errs += validate_owner_references(md.get("ownerReferences"), child(path, "ownerReferences"))
-    errs += validate_finalizers(md.get("finalizers"), child(path, "finalizers"))
-    errs += _validate_managed_fields(md.get("managedFields"), child(path, "managedFields"))
+    # each check below finds nothing in an absent or empty field: skip those (the common case)
+    gen = md.get("generation")
+    if gen is not None:
+        errs += validate_nonnegative(gen, child(path, "generation"))
+    for f, fn in _META_MAPS_AND_LISTS:
+        v = md.get(f)
+        if v:
+            errs += fn(v, child(path, f))
     return errs
 
 

@@ -32,15 +32,32 @@ NameFn = Callable[[str, bool], list[str]]
 _F = TypeVar("_F", bound=Callable[..., list[str]])
 
 
+# Checks are pure functions of short strings that repeat across requests (names, label
+# keys, ...), so each remembers its answers; a bounded table, emptied when full.
+_MEMO_MAX = 4096
+_MEMO_KEY_MAX = 256  # longer values are checked afresh rather than kept
+
+
 def _text(fn: _F) -> _F:
     """Make a string check total: decoded JSON may hold a non-string where a string belongs
-    (strict decoding normally rejects it first); check its text instead of failing."""
+    (strict decoding normally rejects it first); check its text instead of failing.
+    Answers are memoised; callers get a fresh list they may extend."""
+    memo: dict[Any, tuple[str, ...]] = {}
 
     @functools.wraps(fn)
     def wrapper(value: Any, *args: Any) -> list[str]:
         if not isinstance(value, str):
             value = "" if value is None else str(value)
-        return fn(value, *args)
+        k = (value, *args) if args else value
+        hit = memo.get(k)
+        if hit is not None:
+            return list(hit) if hit else []
+        msgs = fn(value, *args)
+        if len(value) <= _MEMO_KEY_MAX:
+            if len(memo) >= _MEMO_MAX:
+                memo.clear()
+            memo[k] = tuple(msgs)
+        return msgs
 
     return wrapper  # type: ignore[return-value]
 

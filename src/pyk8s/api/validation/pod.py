@@ -281,13 +281,18 @@ def validate_pod_spec(spec: Any, path: str = "spec", pod_name: str = "",
     restart = spec.get("restartPolicy") or ""
     vols, verrs = validate_volumes(spec.get("volumes"), pod_name, child(path, "volumes"), resource_is_pod)
     errs += verrs
-    claims = {_s(_d(c).get("name")) for c in _l(spec.get("resourceClaims")) if _d(c).get("name")}
-    errs += _resource_claims(spec.get("resourceClaims"), child(path, "resourceClaims"))
+    # checks of optional lists and maps find nothing when those are absent or empty: they are skipped then
+    rcs = spec.get("resourceClaims")
+    claims = {_s(_d(c).get("name")) for c in _l(rcs) if _d(c).get("name")}
+    if rcs:
+        errs += _resource_claims(rcs, child(path, "resourceClaims"))
     errs += validate_containers(spec.get("containers"), vols, claims, grace, child(path, "containers"), restart, host_users)
-    errs += validate_init_containers(spec.get("initContainers"), spec.get("containers"), vols, claims, grace,
-                             child(path, "initContainers"), restart, host_users)
-    errs += validate_ephemeral_containers(spec.get("ephemeralContainers"), spec, vols, claims, child(path, "ephemeralContainers"),
-                                  restart, host_users)
+    if spec.get("initContainers"):
+        errs += validate_init_containers(spec["initContainers"], spec.get("containers"), vols, claims, grace,
+                                         child(path, "initContainers"), restart, host_users)
+    if spec.get("ephemeralContainers"):
+        errs += validate_ephemeral_containers(spec["ephemeralContainers"], spec, vols, claims,
+                                              child(path, "ephemeralContainers"), restart, host_users)
     if spec.get("hostNetwork"):
         for i, ctr in enumerate(_l(spec.get("containers"))):
             for j, port in enumerate(_l(_d(ctr).get("ports"))):
@@ -303,10 +308,14 @@ def validate_pod_spec(spec: Any, path: str = "spec", pod_name: str = "",
     if dns not in ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"):
         errs.append(required(child(path, "dnsPolicy")) if not dns else
                     not_supported(child(path, "dnsPolicy"), dns, ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]))
-    errs += validate_labels(spec.get("nodeSelector"), child(path, "nodeSelector"))
-    errs += validate_pod_security_context(spec, child(path, "securityContext"))
-    errs += validate_affinity(spec.get("affinity"), child(path, "affinity"))
-    errs += _dns_config(spec.get("dnsConfig"), dns, child(path, "dnsConfig"))
+    if spec.get("nodeSelector"):
+        errs += validate_labels(spec["nodeSelector"], child(path, "nodeSelector"))
+    if spec.get("securityContext"):  # an empty one (the default) has nothing to check
+        errs += validate_pod_security_context(spec, child(path, "securityContext"))
+    if spec.get("affinity") is not None:
+        errs += validate_affinity(spec["affinity"], child(path, "affinity"))
+    if spec.get("dnsConfig") is not None or dns == "None":
+        errs += _dns_config(spec.get("dnsConfig"), dns, child(path, "dnsConfig"))
     for i, g in enumerate(_l(spec.get("readinessGates"))):
         ct = _d(g).get("conditionType") or ""
         errs += [invalid(child(index(child(path, "readinessGates"), i), "conditionType"), ct, m)
@@ -319,7 +328,8 @@ def validate_pod_spec(spec: Any, path: str = "spec", pod_name: str = "",
         if gn in seen_gates:
             errs.append(duplicate(gp, gn))
         seen_gates.add(gn)
-    errs += _topology_spread(spec.get("topologySpreadConstraints"), child(path, "topologySpreadConstraints"))
+    if spec.get("topologySpreadConstraints"):
+        errs += _topology_spread(spec["topologySpreadConstraints"], child(path, "topologySpreadConstraints"))
     if not host_users:
         for f, label in (("hostNetwork", "hostNetwork"), ("hostPID", "HostPID"), ("hostIPC", "HostIPC")):
             if spec.get(f):
@@ -335,7 +345,8 @@ def validate_pod_spec(spec: Any, path: str = "spec", pod_name: str = "",
         v = spec.get(f) or ""
         if v:
             errs += [invalid(child(path, f), v, m) for m in is_dns1123_label(v)]
-    errs += validate_tolerations(spec.get("tolerations"), child(path, "tolerations"))
+    if spec.get("tolerations"):
+        errs += validate_tolerations(spec["tolerations"], child(path, "tolerations"))
     for i, ha in enumerate(_l(spec.get("hostAliases"))):
         ha = _d(ha)
         hp = index(child(path, "hostAliases"), i)
@@ -533,6 +544,8 @@ def _pod_metadata_and_spec(pod: V) -> list[FieldError]:
 def _seccomp_fields_match(pod: V) -> list[FieldError]:
     """With both a seccomp annotation and field set, they must agree."""
     ann = _d(meta_of(pod).get("annotations"))
+    if not any(k == SECCOMP_POD_ANNOTATION or k.startswith(SECCOMP_CONTAINER_PREFIX) for k in ann):
+        return []  # nothing to compare (almost every pod)
     spec = _d(pod.get("spec"))
     errs: list[FieldError] = []
 

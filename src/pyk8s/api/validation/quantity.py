@@ -58,7 +58,10 @@ class Quantity:
     # comparisons are by value only, as Quantity.Cmp
     def cmp(self, other: Quantity | int) -> int:
         ov = other.value if isinstance(other, Quantity) else Fraction(other)
-        return (self.value > ov) - (self.value < ov)
+        v = self.value
+        # cross-multiplied (denominators are positive): Fraction's own comparisons are slow
+        d = v.numerator * ov.denominator - ov.numerator * v.denominator
+        return (d > 0) - (d < 0)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Quantity):

@@ -20,7 +20,7 @@ __all__ = [
     "STANDARD_QUOTA_SCOPES",
 ]
 
-_STANDARD_CONTAINER = {"cpu", "memory", "ephemeral-storage"}
+_STANDARD_CONTAINER = frozenset({"cpu", "memory", "ephemeral-storage"})
 _STANDARD_QUOTA = {
     "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage",
     "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods",
@@ -122,8 +122,11 @@ def validate_resource_quota_resource_name(name: str, path: str) -> list[FieldErr
 
 
 def validate_resource_quantity_value(name: str, qty: Quantity, path: str) -> list[FieldError]:
+    negative = qty.value.numerator < 0  # the Fraction's sign, without its slow comparison
+    if not negative and name in _STANDARD_CONTAINER:  # the usual cpu/memory: not an integer resource
+        return []
     errs: list[FieldError] = []
-    if qty.value < 0:
+    if negative:
         errs.append(invalid(path, qty.canonical(), "must be greater than or equal to 0"))
     if is_integer_resource(name) and qty.milli_value() % 1000 != 0:
         errs.append(invalid(path, GoValue(qty.canonical()), "must be an integer"))
@@ -152,9 +155,12 @@ def validate_resource_requirements(res: Any, path: str, claim_names: set[str] | 
     requests = res.get("requests") if isinstance(res.get("requests"), dict) else {}
     lim_q: dict[str, Quantity] = {}
     lim_cpu_mem = req_cpu_mem = lim_huge = req_huge = False
+    # the standard container resources are valid names: skip checking the usual cpu/memory
+    known = _STANDARD_CONTAINER if name_fn is validate_container_resource_name else frozenset()
     for name in sorted(limits):
         p = key(lim_path, name)
-        errs += name_fn(name, p)
+        if name not in known:
+            errs += name_fn(name, p)
         qty, qerrs = quantity_errors(limits[name], p)
         errs += qerrs
         if qty is None:
@@ -170,7 +176,8 @@ def validate_resource_requirements(res: Any, path: str, claim_names: set[str] | 
             lim_cpu_mem = True
     for name in sorted(requests):
         p = key(req_path, name)
-        errs += name_fn(name, p)
+        if name not in known:
+            errs += name_fn(name, p)
         qty, qerrs = quantity_errors(requests[name], p)
         errs += qerrs
         if qty is None:
@@ -194,7 +201,9 @@ def validate_resource_requirements(res: Any, path: str, claim_names: set[str] | 
             req_cpu_mem = True
     if not lim_cpu_mem and not req_cpu_mem and (lim_huge or req_huge):
         errs.append(forbidden(path, "HugePages require cpu or memory"))
-    errs += _validate_claims(res.get("claims"), child(path, "claims"), claim_names or set())
+    claims = res.get("claims")
+    if claims:  # absent or empty: nothing to check
+        errs += _validate_claims(claims, child(path, "claims"), claim_names or set())
     return errs
 
 

@@ -77,6 +77,8 @@ def validate_local_descending_path(target: str, path: str) -> list[FieldError]:
 
 def validate_local_non_reserved_path(target: str, path: str) -> list[FieldError]:
     target = _s(target)
+    if ".." not in target and not target.startswith("/"):
+        return []  # every rule here needs a leading '/' or a '..'
     errs = validate_local_descending_path(target, path)
     if target.startswith("..") and not target.startswith("../"):
         errs.append(invalid(path, target, "must not start with '..'"))
@@ -578,13 +580,16 @@ _POD_SOURCES: list[tuple[str, str, Validator]] = [
 ]
 
 
+_SOURCE_ORDER = {wire: i for i, (wire, _, _) in enumerate(_POD_SOURCES)}
+
+
 def validate_volume_source(vol: V, path: str, vol_name: str, pod_name: str = "",
                            resource_is_pod: bool = False) -> list[FieldError]:
     errs: list[FieldError] = []
     n = 0
-    for wire, err_name, fn in _POD_SOURCES:
-        if vol.get(wire) is None:
-            continue
+    # only the sources the volume sets, in _POD_SOURCES order (a volume has a handful of keys)
+    present = sorted(_SOURCE_ORDER[k] for k, v in vol.items() if v is not None and k in _SOURCE_ORDER)
+    for wire, err_name, fn in (_POD_SOURCES[i] for i in present):
         if n > 0:
             errs.append(forbidden(child(path, err_name), "may not specify more than 1 volume type"))
             continue
