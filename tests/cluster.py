@@ -1,6 +1,7 @@
 """A real pyk8s server in a subprocess for tests, plus the real kubectl binaries and the official client.
 
-A server keeps its state in SQLite (the default) or in etcd: `Cluster(..., datastore="etcd", etcd=...)`.
+A server keeps its state in SQLite (the default) or in etcd: `Cluster(..., datastore="etcd", etcd=...)`;
+"sqlite-workers" is SQLite with a second API process serving the same store (`--api-workers 2`).
 The module-scoped `cluster` fixture runs on the backend named by the `datastore` fixture (SQLite
 unless a module opts in with `pytestmark = BOTH_DATASTORES`, which runs all its tests once on
 each backend). For etcd every worker process shares one etcd (`shared_etcd`, started on first
@@ -49,7 +50,7 @@ def newest_kubectl() -> str:
     return list(bins.values())[-1]
 
 
-DATASTORES = ["sqlite", "etcd"]
+DATASTORES = ["sqlite", "sqlite-workers", "etcd"]
 # run every test of a module once per backend (the `datastore` fixture, parametrised per module)
 BOTH_DATASTORES = pytest.mark.parametrize("datastore", DATASTORES, indirect=True, scope="module")
 
@@ -102,8 +103,10 @@ class Cluster:
             if "--etcd-prefix" not in self.extra_args:
                 self.etcd_prefix = etcd_prefix_for(data_dir)
                 self.extra_args += ["--etcd-prefix", self.etcd_prefix]
+        elif datastore == "sqlite-workers":  # the embedded store served to a second API process
+            self.extra_args = ["--api-workers", "2", *self.extra_args]
         elif datastore != "sqlite":
-            raise ValueError(f"unknown datastore {datastore!r} (sqlite or etcd)")
+            raise ValueError(f"unknown datastore {datastore!r} (sqlite, sqlite-workers or etcd)")
         self.env = env or {}
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""

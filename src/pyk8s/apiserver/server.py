@@ -64,6 +64,11 @@ class ServerConfig:
     endpoint_reconciler_type: str = "lease"
     master_lease_ttl: float = 15.0  # upstream's DefaultEndpointReconcilerTTL
     master_lease_interval: float = 10.0  # upstream's DefaultEndpointReconcilerInterval
+    # share the port with other processes (SO_REUSEPORT): the main server and its API workers
+    reuse_port: bool = False
+    # an API worker of a main server (--api-workers): serves requests only; the main server
+    # bootstraps, compacts, reconciles endpoints and writes the kubeconfig
+    api_worker: bool = False
 
 
 def _version_info() -> dict[str, str]:
@@ -174,12 +179,16 @@ class APIServer:
         await self._runner.setup()
         ssl_ctx = self._ssl_context() if cfg.tls else None
         site = web.TCPSite(self._runner, cfg.bind_address, cfg.port, ssl_context=ssl_ctx, backlog=1024,
-                           reuse_address=True)
+                           reuse_address=True, reuse_port=cfg.reuse_port or None)
         await site.start()
         if cfg.port == 0:
             server = site._server  # the bound port, for tests that ask for any free port
             assert server is not None
             self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr,attr-defined]
+        if cfg.api_worker:
+            self.started_at = time.time()
+            log.info("API worker listening on %s (started in %.2fs)", self.url, time.monotonic() - t0)
+            return
         from . import bootstrap
 
         await bootstrap.run(self)

@@ -47,6 +47,9 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--master-lease-ttl", type=float, default=15.0,
                    help="seconds a dead API server stays in the kubernetes endpoints (default 15; "
                         "renewed every 2/3 of it)")
+    p.add_argument("--api-workers", type=int, default=1, metavar="N",
+                   help="API server processes sharing the port (default 1); more use more cores for requests")
+    p.add_argument("--api-worker", action="store_true", help=argparse.SUPPRESS)  # one of those, started by the main one
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
     p.add_argument("--disable", action="append", default=[],
                    help="components not to run: scheduler, controller-manager (repeatable)")
@@ -135,7 +138,12 @@ async def _server(args: Any) -> int:
         endpoint_reconciler_type=args.endpoint_reconciler_type,
         master_lease_ttl=args.master_lease_ttl,
         master_lease_interval=args.master_lease_ttl * 2 / 3,
+        reuse_port=args.api_workers > 1 or args.api_worker,
+        api_worker=args.api_worker,
     )
+    if args.api_workers < 1:
+        print("pyk8s: --api-workers must be at least 1", file=sys.stderr)
+        return 1
     if args.copy_pki_from:
         from ..apiserver.certs import copy_shared_pki
 
@@ -152,6 +160,14 @@ async def _server(args: Any) -> int:
     except (OSError, StoreError) as e:  # e.g. port in use, etcd unreachable
         print(f"pyk8s: cannot start the API server: {e}", file=sys.stderr)
         return 1
+    if args.api_worker:
+        return await _api_worker(server)
+    workers = None
+    if args.api_workers > 1:
+        from ..apiserver.workers import APIWorkers
+
+        workers = APIWorkers(server, args, args.api_workers - 1)
+        await workers.start()
     components: list[Any] = []
     try:
         from ..cluster import start_components
@@ -177,6 +193,21 @@ async def _server(args: Any) -> int:
             await c.stop()
         except Exception:
             pass
+    if workers is not None:
+        await workers.stop()
+    await server.stop()
+    return 0
+
+
+async def _api_worker(server: Any) -> int:
+    """An API worker (--api-workers): serve until told to stop or the main server's store goes."""
+    print("pyk8s api worker ready", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    server.store.on_lost = stop.set  # the main server went away: so does its worker
+    await stop.wait()
     await server.stop()
     return 0
 

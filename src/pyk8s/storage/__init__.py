@@ -43,8 +43,9 @@ def open_store(
 ) -> Store:
     """A store for a datastore endpoint.
 
-    `sqlite://PATH` (default: <data-dir>/state.db) or `etcd://host:port[,host:port...]`
-    (TLS when a CA or client certificate is given; keys under `prefix`).
+    `sqlite://PATH` (default: <data-dir>/state.db), `etcd://host:port[,host:port...]`
+    (TLS when a CA or client certificate is given; keys under `prefix`), or `unix://PATH`:
+    another `pyk8s server`'s embedded store, served to its API workers (storage/remote.py).
     """
     import os
 
@@ -58,4 +59,8 @@ def open_store(
 
         return EtcdStore(parse_etcd_endpoint(endpoint), prefix=prefix, cafile=etcd_cafile,
                          certfile=etcd_certfile, keyfile=etcd_keyfile)
+    if endpoint.startswith("unix://"):  # the main server's embedded store, for its API workers
+        from .remote import RemoteStore
+
+        return RemoteStore(endpoint[len("unix://"):])
     raise ValueError(f"unsupported datastore endpoint {endpoint!r} (use sqlite://PATH or etcd://HOST:PORT[,...])")

@@ -1,0 +1,119 @@
+"""API worker processes: `pyk8s server --api-workers N`.
+
+CPython runs one process's Python code on one core at a time, so one API server process
+tops out at one core however many the machine has. With N workers the main process serves
+its embedded store on `<data-dir>/store.sock` (storage/remote.py) and starts N-1 more
+`pyk8s server --api-worker` processes on the same port (SO_REUSEPORT: the kernel spreads
+new connections over them). Every process runs the whole request path; only the main one
+writes the database, bootstraps, compacts and runs controllers, scheduler and kubelet.
+Workers die with the main process (PR_SET_PDEATHSIG) and are restarted if they exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from ..storage.remote import StoreServer
+
+log = logging.getLogger(__name__)
+
+SOCKET_NAME = "store.sock"
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the main server goes, even after kill -9."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
+    """The command line of one worker: the main server's listening and cluster settings."""
+    cfg = server.config
+    argv = [sys.executable, "-m", "pyk8s.cli", "server", "--api-worker",
+            "--data-dir", cfg.data_dir, "--bind-address", cfg.bind_address, "--port", str(server.port),
+            "--datastore-endpoint", f"unix://{socket_path}",
+            "--advertise-address", server.advertise_address,
+            "--service-cluster-ip-range", cfg.service_cidr, "--cluster-cidr", cfg.cluster_cidr,
+            "--v", str(getattr(args, "v", 0))]
+    for san in cfg.extra_sans:
+        argv += ["--tls-san", san]
+    if cfg.token_auth_file:
+        argv += ["--token-auth-file", cfg.token_auth_file]
+    return argv
+
+
+class APIWorkers:
+    """Serves the store to, starts and keeps alive the extra API server processes."""
+
+    def __init__(self, server: Any, args: Any, count: int) -> None:
+        self.server = server
+        self.args = args
+        self.count = count
+        self.socket_path = os.path.join(os.path.abspath(server.config.data_dir), SOCKET_NAME)
+        self.store_server = StoreServer(server.store, self.socket_path)
+        self.procs: list[asyncio.subprocess.Process | None] = [None] * count
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    async def start(self) -> None:
+        await self.store_server.start()
+        argv = worker_argv(self.server, self.args, self.socket_path)
+        for i in range(self.count):
+            self._tasks.append(asyncio.create_task(self._keep(i, argv), name=f"api-worker-{i + 1}"))
+        await self.wait_ready()
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until every worker listens (it says so on stdout), so the first requests already spread."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline and sum(self._ready) < self.count:
+            await asyncio.sleep(0.05)
+        if sum(self._ready) < self.count:
+            log.warning("only %d of %d API workers started in %.0fs", sum(self._ready), self.count, timeout)
+
+    @property
+    def _ready(self) -> list[int]:
+        return [1 if getattr(p, "pyk8s_ready", False) else 0 for p in self.procs]
+
+    async def _keep(self, i: int, argv: list[str]) -> None:
+        backoff = 1.0
+        while not self._stopping:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=None, preexec_fn=_die_with_parent)
+            self.procs[i] = proc
+            assert proc.stdout is not None
+            async for line in proc.stdout:  # the worker prints one line once it listens
+                if line.startswith(b"pyk8s api worker ready"):
+                    proc.pyk8s_ready = True  # type: ignore[attr-defined]
+                    backoff = 1.0
+            rc = await proc.wait()
+            if self._stopping:
+                return
+            log.warning("API worker %d exited with %s; restarting in %.0fs", i + 1, rc, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 30.0)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for p in self.procs:
+            if p is not None and p.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    p.terminate()
+        for p in self.procs:
+            if p is not None:
+                try:
+                    await asyncio.wait_for(p.wait(), 10)
+                except TimeoutError:
+                    with contextlib.suppress(ProcessLookupError):
+                        p.kill()
+        for t in self._tasks:
+            t.cancel()
+        await self.store_server.stop()
