@@ -18,7 +18,7 @@ import time
 
 import orjson
 
-from .report import percentile, row
+from .report import api_worker_pids, percentile, row
 
 N_PODS = int(os.environ.get("BENCH_PODS", "10000"))
 N_WATCHERS = int(os.environ.get("BENCH_WATCHERS", "1000"))
@@ -37,18 +37,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def tree_cpu_seconds(pid: int) -> float:
-    """cpu_seconds of a process and its children: the server and its API workers (--api-workers)."""
-    total = cpu_seconds(pid)
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == pid:
-                total += cpu_seconds(int(d))
-    return total
+    """cpu_seconds of the server and its API workers (--api-workers)."""
+    return cpu_seconds(pid) + sum(cpu_seconds(w) for w in api_worker_pids(pid))
 
 
 def sqlite_ceiling(n: int = 3000) -> tuple[float, float]:
@@ -252,6 +242,10 @@ def main() -> None:
     # scheduler and controllers in the same process, and with no nodes the scheduler's retries
     # of 10k unschedulable pods would be measured too. BENCH_SERVER_ARGS="" runs everything.
     args = os.environ.get("BENCH_SERVER_ARGS", "--disable scheduler --disable controller-manager").split()
+    workers = int(os.environ.get("BENCH_API_WORKERS", "1"))  # API processes: pyk8s server --api-workers
+    args += ["--api-workers", str(workers)]
+    print(f"  server: {workers} API process{'es' if workers > 1 else ''} (BENCH_API_WORKERS); "
+          "server CPU counts all of them")
     c = Cluster(d, extra_args=args, env=env).start()
     try:
         kc = load_kubeconfig(c.kubeconfig)

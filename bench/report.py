@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 def row(what: str, value: float, unit: str, anchor: float | None = None, anchor_what: str = "",
         higher_is_better: bool = True) -> None:
@@ -18,3 +20,22 @@ def percentile(values: list[float], p: float) -> float:
     s = sorted(values)
     k = min(len(s) - 1, max(0, int(round(p / 100.0 * (len(s) - 1)))))
     return s[k]
+
+
+def api_worker_pids(server_pid: int) -> list[int]:
+    """The server's --api-workers processes (its children started with --api-worker), from /proc."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                if ppid != server_pid:
+                    continue
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue
+            if b"--api-worker" in argv:
+                out.append(int(d))
+    return sorted(out)

@@ -25,7 +25,8 @@ volume and priorities come from PriorityClasses; everything shares this machine'
     BENCH_SCHED=SchedulingBasic,Preemption BENCH_SCHED_SCALE=0.2 BENCH_SCHED_MODE=separate ...
 
 BENCH_SCHED_SCALE scales node and pod counts; BENCH_SCHED_MODE=separate runs the scheduler as
-its own process (`pyk8s scheduler`, as kube-scheduler is deployed) instead of inside the server.
+its own process (`pyk8s scheduler`, as kube-scheduler is deployed) instead of inside the server;
+BENCH_API_WORKERS=2 serves the API from two processes (`pyk8s server --api-workers 2`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from .report import row
+from .report import api_worker_pids, row
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -386,7 +387,7 @@ def run_one(w: Workload, scale: float, mode: str) -> dict[str, Any]:
     from tests.cluster import Cluster
 
     d = tempfile.mkdtemp(prefix="bench-sched-")
-    extra = ["--disable", "controller-manager"]
+    extra = ["--disable", "controller-manager", "--api-workers", os.environ.get("BENCH_API_WORKERS", "1")]
     if mode == "separate":
         extra += ["--disable", "scheduler"]
     c = Cluster(d, extra)
@@ -399,6 +400,8 @@ def run_one(w: Workload, scale: float, mode: str) -> dict[str, Any]:
                                      stderr=subprocess.DEVNULL)
         assert c.proc is not None
         pids = {"server": c.proc.pid, "bench": os.getpid()}
+        for n, pid in enumerate(api_worker_pids(c.proc.pid), 1):
+            pids[f"api worker {n}"] = pid
         if sched is not None:
             pids["scheduler"] = sched.pid
         return asyncio.run(run_workload(w, c.kubeconfig, scale, pids))
@@ -421,6 +424,7 @@ def main() -> None:
     mode = os.environ.get("BENCH_SCHED_MODE", "inprocess")
     print(f"  scheduler_perf workloads through the API server ({os.cpu_count()} cores; scheduler "
           f"{'in the server process' if mode != 'separate' else 'as its own process'}; "
+          f"{os.environ.get('BENCH_API_WORKERS', '1')} API process(es), BENCH_API_WORKERS; "
           "pods/s = upstream throughputCollector Average; anchor = upstream CI floor)")
     for w in workloads():
         if wanted and not any(w.name.lower().startswith(x.lower()) for x in wanted):

@@ -86,8 +86,11 @@ class APIWorkers:
     async def _keep(self, i: int, argv: list[str]) -> None:
         backoff = 1.0
         while not self._stopping:
+            env = dict(os.environ)
+            if env.get("PYK8S_PROFILE"):  # each process profiles into its own file
+                env["PYK8S_PROFILE"] += f".worker{i + 1}"
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=None, preexec_fn=_die_with_parent)
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=None, env=env, preexec_fn=_die_with_parent)
             self.procs[i] = proc
             assert proc.stdout is not None
             async for line in proc.stdout:  # the worker prints one line once it listens
