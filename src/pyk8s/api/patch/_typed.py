@@ -461,36 +461,41 @@ def _child_type(t: TypeNode | None, key: str) -> TypeNode | None:
 
 def added_fields_v1(v: Any, t: TypeNode | None) -> dict[str, Any]:
     """FieldsV1 of a value that is new (as _cmp_added): the node and everything below it."""
-    if not v:  # null, a scalar that is zero, an empty map or list: a leaf
+    if not v or not isinstance(v, (dict, list)):  # scalars, nulls, empty maps and lists: leaves
         return {}
     if t is None or t.kind == DEDUCED:
-        if not isinstance(v, dict):  # deduced lists are atomic
-            return {}
-        out: dict[str, Any] = {".": {}}
-        for key in sorted(v):
-            out["f:" + key] = added_fields_v1(v[key], None)
-        return out
-    kind = t.kind
+        # deduced lists are atomic
+        return _added_map_fields_v1(v, None) if isinstance(v, dict) else {}
     if t.atomic:
         return {}
+    kind = t.kind
     if kind == MAP:
-        if not isinstance(v, dict):
-            return {}
-        out = {".": {}}
-        for key in sorted(v):
-            out["f:" + key] = added_fields_v1(v[key], t.field(key))
-        return out
+        return _added_map_fields_v1(v, t) if isinstance(v, dict) else {}
     if kind != LIST or not isinstance(v, list):
         return {}
     elem = t.elem()
     pes, by_pe = _safe_index(t, v)
     if len(pes) > 1:
         pes.sort(key=_pe_rank)
-    out = {".": {}}
+    out: dict[str, Any] = {".": {}}
     for pe in pes:
         items = by_pe[pe]
         # duplicated keys compare as one atomic leaf
         out[_pe_fields_key(pe)] = added_fields_v1(items[0], elem) if len(items) == 1 else {}
+    return out
+
+
+def _added_map_fields_v1(v: dict[str, Any], t: TypeNode | None) -> dict[str, Any]:
+    """added_fields_v1 of a non-empty map that is granular under `t` (None: deduced)."""
+    out: dict[str, Any] = {".": {}}
+    field = t.field if t is not None else None
+    for key in sorted(v):
+        c = v[key]
+        # most members are scalars, leaves under any type: no type lookup, no call
+        if c and isinstance(c, (dict, list)):
+            out["f:" + key] = added_fields_v1(c, field(key) if field is not None else None)
+        else:
+            out["f:" + key] = {}
     return out
 
 
@@ -545,7 +550,7 @@ def changed_map_fields_v1(lv: dict[str, Any], rv: dict[str, Any], t: TypeNode | 
             continue
         lchild = lv.get(key, MISSING)
         if lchild is MISSING:
-            found[key] = added_fields_v1(rchild, _child_type(t, key))
+            found[key] = added_fields_v1(rchild, _child_type(t, key)) if isinstance(rchild, (dict, list)) else {}
         elif not (lchild == rchild and _same(lchild, rchild)):
             sub = changed_fields_v1(lchild, rchild, _child_type(t, key))
             if sub is not None:
