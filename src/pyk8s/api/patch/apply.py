@@ -331,8 +331,22 @@ def _context(obj: dict[str, Any], api_version: str | None, kind: str | None, sch
             paths = []
     else:
         paths = [tuple(p) if not isinstance(p, str) else tuple(p.split(".")) for p in reset_fields]
-    ignored = FieldSet.from_paths([tuple(("f", x) for x in p) for p in paths if p])
-    return _Ctx(t, version, kind, group, subresource, ignored, _now(now), builtin)
+    return _Ctx(t, version, kind, group, subresource, _ignored_set(tuple(paths)), _now(now), builtin)
+
+
+@functools.lru_cache(maxsize=256)
+def _ignored_set(paths: tuple[tuple[str, ...], ...]) -> FieldSet:
+    """The reset fields' set (memoised per write: FieldSets are values once built)."""
+    return FieldSet.from_paths([tuple(("f", x) for x in p) for p in paths if p])
+
+
+@functools.lru_cache(maxsize=1024)
+def _builtin_zero(version: str, kind: str) -> dict[str, Any]:
+    """zero_object of a built-in kind, memoised per write: shared, so only ever compared with."""
+    group, _, ver = version.rpartition("/")
+    t = type_for_gvk(group, ver, kind)
+    assert t is not None
+    return zero_object(t, version, kind)
 
 
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -479,7 +493,7 @@ def _apply_inner(ctx: _Ctx, live: dict[str, Any], config: dict[str, Any], config
                  managed: _Managed, manager: str, force: bool) -> tuple[dict[str, Any], _Managed]:
     # skipNonApplied: an object nobody tracks yet gets its current fields attributed first.
     if not managed.fields:
-        empty = zero_object(ctx.t, ctx.version, ctx.kind) if ctx.builtin else {
+        empty = _builtin_zero(ctx.version, ctx.kind) if ctx.builtin else {
             "apiVersion": ctx.version, "kind": ctx.kind, "metadata": {}}
         managed = _update_chain(ctx, empty, live, managed, _BEFORE_FIRST_APPLY)
     mid = _manager_id(manager, "Apply", ctx.version, ctx.subresource)
@@ -735,7 +749,7 @@ def managed_fields_entries(old: dict[str, Any] | None, new: dict[str, Any], mana
         # skipNonApplied: updates do not start tracking an untracked object.
         return None
     if old is None:
-        live = zero_object(ctx.t, ctx.version, ctx.kind) if ctx.builtin else {}
+        live = _builtin_zero(ctx.version, ctx.kind) if ctx.builtin else {}
     else:
         live = _without_managed_fields(old)
     try:
