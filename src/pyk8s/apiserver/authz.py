@@ -198,6 +198,7 @@ class RBACIndex:
         self._role_bindings: dict[str, dict[str, dict[str, Any]]] = {}
         self._cluster_role_bindings: dict[str, dict[str, Any]] = {}
         self._effective: dict[str, list[dict[str, Any]]] = {}
+        self.generation = 0  # bumped on every change: authorizers cache what they derive per generation
         for o in objects:
             self.upsert(o)
 
@@ -206,6 +207,7 @@ class RBACIndex:
         ns, name = _meta(obj)
         o = dict(obj)
         with self._lock:
+            self.generation += 1
             if kind == "Role":
                 self._roles[(ns, name)] = o
             elif kind == "ClusterRole":
@@ -220,6 +222,7 @@ class RBACIndex:
         kind = obj.get("kind")
         ns, name = _meta(obj)
         with self._lock:
+            self.generation += 1
             if kind == "Role":
                 self._roles.pop((ns, name), None)
             elif kind == "ClusterRole":
@@ -237,6 +240,7 @@ class RBACIndex:
     def replace(self, objects: Iterable[Mapping[str, Any]], kinds: Sequence[str] = KINDS) -> None:
         """Re-list: drop every object of `kinds` and load `objects` (after a watch restart)."""
         with self._lock:
+            self.generation += 1
             if "Role" in kinds:
                 self._roles.clear()
             if "ClusterRole" in kinds:
@@ -340,6 +344,23 @@ class RBACAuthorizer:
     def __init__(self, lookup: RBACLookup, privileged_groups: Sequence[str] = (SYSTEM_PRIVILEGED_GROUP,)):
         self.lookup = lookup
         self.privileged_groups = tuple(privileged_groups)
+        # (user, groups, namespace) -> the rules visit_rules yields, for the lookup's generation:
+        # walking every binding's subjects costs more than the request it guards
+        self._visited: dict[tuple[str, tuple[str, ...], str], list[tuple[str, Any, str | None]]] = {}
+        self._visited_gen = -1
+
+    def _applicable(self, user: UserInfo, namespace: str) -> list[tuple[str, Any, str | None]]:
+        gen = getattr(self.lookup, "generation", None)
+        if gen is None:  # a lookup that cannot say when it changed: no cache
+            return list(self.visit_rules(user, namespace))
+        if gen != self._visited_gen or len(self._visited) > 4096:
+            self._visited.clear()
+            self._visited_gen = gen
+        key = (user.name, tuple(user.groups), namespace)
+        got = self._visited.get(key)
+        if got is None:
+            got = self._visited[key] = list(self.visit_rules(user, namespace))
+        return got
 
     def _role_ref_rules(self, ref: Mapping[str, Any], binding_ns: str) -> list[dict[str, Any]]:
         kind, name = ref.get("kind"), str(ref.get("name") or "")
@@ -402,7 +423,7 @@ class RBACAuthorizer:
         if any(g in user.groups for g in self.privileged_groups):
             return True, ""
         errors: list[str] = []
-        for src, rule, err in self.visit_rules(user, attrs.namespace):
+        for src, rule, err in self._applicable(user, attrs.namespace):
             if rule is not None and rule_allows(attrs, rule):
                 return True, f"RBAC: allowed by {src}"
             if err is not None and err not in errors:
