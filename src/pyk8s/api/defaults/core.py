@@ -15,6 +15,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from ..validation._memo import memo_str
 from ..validation.quantity import Quantity, parse_quantity
 from . import DEFAULTERS, STATUS_ON_CREATE
 
@@ -93,6 +94,11 @@ def _image_tag(image: str) -> str:
     """The tag upstream's parsers.ParseImageName finds: `latest` when neither tag nor digest, "" on errors."""
     if not isinstance(image, str) or not image:
         return ""
+    return _parse_image_tag(image)
+
+
+@memo_str()  # images repeat across pods, and parsing one is a large regex
+def _parse_image_tag(image: str) -> str:
     first, sep, _ = image.partition("/")
     if sep and not any(c in first for c in ".:") and first != "localhost" and first == first.lower():
         # no registry host: docker.io is implied, so the whole string is a path
@@ -193,8 +199,11 @@ def _default_source_specifics(v: Obj) -> None:
             sio["fsType"] = "xfs"
 
 
+_VOLUME_SOURCE_SET = frozenset(_VOLUME_SOURCES)
+
+
 def _default_volume(v: Obj) -> None:
-    if not any(v.get(s) is not None for s in _VOLUME_SOURCES):
+    if not any(x is not None and k in _VOLUME_SOURCE_SET for k, x in v.items()):
         v["emptyDir"] = {}
     _default_source_specifics(v)
     for kind in ("secret", "configMap", "downwardAPI", "projected"):

@@ -21,6 +21,7 @@ from typing import Any
 
 from pyk8s.api.definitions import definition_for_gvk, definitions
 
+from ..validation._memo import memo_str
 from ._gocompat import base64_error, go_number_literal, parse_rfc3339_error, quantity_error
 
 __all__ = [
@@ -333,6 +334,16 @@ class _TypeWalk:
                     child = props.get(key)
                     if child is None or fv is None:
                         continue
+                    # _scalar_fits inlined: most fields are well-typed strings, bools and ints
+                    ck = child.kind
+                    if ck == STRING:
+                        if type(fv) is str:
+                            continue
+                    elif ck == BOOL:
+                        if fv is True or fv is False:
+                            continue
+                    elif ck == INT and type(fv) is int and -(1 << (child.bits - 1)) <= fv < 1 << (child.bits - 1):
+                        continue
                     stack.append(key)
                     self.check(child, fv, node.goname)
                     stack.pop()
@@ -342,14 +353,18 @@ class _TypeWalk:
                 self.saved.append(self.type_err(_desc(v), node.gotype, sname))
         elif kind == ARRAY:
             if type(v) is list:
+                elem = node.elem
                 for item in v:
-                    self.check(node.elem, item, sname)  # type: ignore[arg-type]
+                    if not _scalar_fits(elem, item):  # type: ignore[arg-type]
+                        self.check(elem, item, sname)  # type: ignore[arg-type]
             else:
                 self.saved.append(self.type_err(_desc(v), node.gotype, sname))
         elif kind == MAP:
             if type(v) is dict:
+                elem = node.elem
                 for item in v.values():
-                    self.check(node.elem, item, sname)  # type: ignore[arg-type]
+                    if not _scalar_fits(elem, item):  # type: ignore[arg-type]
+                        self.check(elem, item, sname)  # type: ignore[arg-type]
             else:
                 self.saved.append(self.type_err(_desc(v), node.gotype, sname))
         elif kind == STRING:
@@ -374,7 +389,7 @@ class _TypeWalk:
                 self.saved.append(self.type_err(_desc(v), "[]uint8", sname))
         elif kind == QUANTITY:
             if isinstance(v, str):
-                err = quantity_error(v.strip())
+                err = _quantity_error(v.strip())
             elif isinstance(v, (int, float)) and v is not True and v is not False:
                 err = quantity_error(go_number_literal(v))
             else:
@@ -400,6 +415,24 @@ def _time_error(v: str, micro: bool) -> str | None:
     """parse_rfc3339_error, memoised: most timestamps of an object (transition times, managedFields
     times) are the same on every write of it."""
     return parse_rfc3339_error(v, micro=micro)
+
+
+def _scalar_fits(node: _Node, v: Any) -> bool:
+    """True for a string, bool or in-range int where the schema wants one: check() would find
+    nothing there, so walks skip the call (most leaves of an object are these)."""
+    kind = node.kind
+    if kind == STRING:
+        return type(v) is str
+    if kind == BOOL:
+        return v is True or v is False
+    if kind == INT and type(v) is int:
+        lim = 1 << (node.bits - 1)
+        return -lim <= v < lim
+    return False
+
+
+# quantity texts repeat across requests (100m, 64Mi, ...)
+_quantity_error = memo_str(key_max=64)(quantity_error)
 
 
 def _int_err(v: Any, bits: int) -> str | None:

@@ -95,6 +95,9 @@ class Quantity:
 
     def round_up(self, scale: int) -> Quantity:
         """RoundUp(scale): e.g. scale -3 rounds the magnitude up to whole milli units."""
+        v = self.value
+        if scale <= 0 and (v.numerator * 10 ** -scale) % v.denominator == 0:
+            return self  # already at that precision: integer arithmetic, no Fraction division
         unit = Fraction(10) ** scale
         scaled = self.value / unit
         if scaled.denominator == 1:
