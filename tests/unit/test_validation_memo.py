@@ -48,3 +48,38 @@ def test_round_up_keeps_values_already_at_precision() -> None:
     assert q.round_up(-3) is q
     assert parse_quantity("0.0001").round_up(-3).canonical() == "1m"
     assert parse_quantity("-0.0001").round_up(-3).canonical() == "-1m"
+
+
+def test_content_key_refuses_values_that_could_alias() -> None:
+    import datetime
+
+    from pyk8s.api.validation._memo import content_key
+
+    assert content_key({"a": 1}) == b'{"a":1}'
+    assert content_key({"a": 1}) != content_key({"a": 1.0}) != content_key({"a": True})
+    assert content_key({"a": float("nan")}) is None  # written as null, like None
+    assert content_key({"a": None}) is None
+    assert content_key({"a": datetime.date(2024, 1, 1)}) is None  # not the same as its ISO text
+
+    class Text(str):
+        pass
+
+    assert content_key({"a": Text("x")}) is None
+    assert content_key({"a": "x" * 5000}) is None
+
+
+def test_projected_volume_errors_are_the_same_when_remembered() -> None:
+    from pyk8s.api.validation.volumes import validate_volumes
+
+    good = {"name": "kube-api-access-abcde", "projected": {"defaultMode": 420, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}
+    bad = {"name": "v", "projected": {"sources": [{"serviceAccountToken": {"expirationSeconds": 10, "path": "../t"}}]}}
+    for _ in range(2):
+        assert validate_volumes([good], "", "spec.volumes")[1] == []
+        errs = validate_volumes([good, bad], "", "spec.volumes")[1]
+        assert [str(e) for e in errs] == [
+            "spec.volumes[1].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 10: "
+            "may not specify a duration less than 10 minutes",
+            "spec.volumes[1].projected.path: Invalid value: \"../t\": must not contain '..'",
+        ]

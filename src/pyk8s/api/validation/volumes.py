@@ -12,6 +12,7 @@ from ..errors import FieldError
 from ._json import as_dict as _d
 from ._json import as_list as _l
 from ._json import as_str as _s
+from ._memo import KnownValid, content_key
 from .field import (
     GoValue,
     child,
@@ -425,7 +426,23 @@ def _storageos(s: V, p: str, pv: bool = False, **_: Any) -> list[FieldError]:
     return errs
 
 
+# Every pod gets the same kube-api-access projection from the ServiceAccount admission, and
+# checking one is costly: remember the projections found valid (the errors depend only on the
+# content; the path only places them).
+_VALID_PROJECTIONS = KnownValid()
+
+
 def _projected(s: V, p: str, **_: Any) -> list[FieldError]:
+    key = content_key(s)
+    if key is not None and key in _VALID_PROJECTIONS:
+        return []
+    errs = _projected_errors(s, p)
+    if not errs and key is not None:
+        _VALID_PROJECTIONS.add(key)
+    return errs
+
+
+def _projected_errors(s: V, p: str) -> list[FieldError]:
     errs = _mode(s.get("defaultMode"), child(p, "defaultMode"))
     paths: set[str] = set()
     for i, src in enumerate(_l(s.get("sources"))):
