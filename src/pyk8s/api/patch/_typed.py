@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import orjson
+
 from ._common import go_equal, go_json, go_type_name, go_v
 from ._schema import DEDUCED, LIST, MAP, SCALAR, TypeNode
 from .fieldpath import PE, FieldSet, _pe_fields_key, _pe_rank, path_string
@@ -367,7 +369,25 @@ def _cmp_node(lv: Any, rv: Any, t: TypeNode | None, pe: PE, A: FieldSet, M: Fiel
 def _same(a: Any, b: Any) -> bool:
     """Strict deep equality (same JSON types all the way down, as go_equal): a subtree that is
     the same on both sides adds nothing to compare's sets, so it need not be walked with types.
-    No identity shortcut, so a NaN still differs from itself as in go_equal."""
+    No identity shortcut, so a NaN still differs from itself as in go_equal.
+
+    Callers have checked a == b, so the sides differ at most in number types (1, 1.0, True)
+    and NaN: equal orjson encodings (which write each number type apart) without a null
+    (what NaN becomes) settle it in C; otherwise the walk does."""
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is dict or ta is list:
+        try:
+            encoded = orjson.dumps(a)
+            if encoded == orjson.dumps(b) and b"null" not in encoded:
+                return True
+        except TypeError:  # not JSON orjson writes (ints beyond 64 bits, non-string keys)
+            pass
+    return _same_walk(a, b)
+
+
+def _same_walk(a: Any, b: Any) -> bool:
     ta = type(a)
     if ta is not type(b):
         return False
@@ -376,14 +396,14 @@ def _same(a: Any, b: Any) -> bool:
             return False
         for k, x in a.items():
             y = b.get(k, MISSING)
-            if y is MISSING or not _same(x, y):
+            if y is MISSING or not _same_walk(x, y):
                 return False
         return True
     if ta is list:
         if len(a) != len(b):
             return False
         for x, y in zip(a, b, strict=True):
-            if not _same(x, y):
+            if not _same_walk(x, y):
                 return False
         return True
     return a == b

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from pyk8s.api.errors import StatusError
 
 from ._common import bad_request, deepcopy_json, go_equal, go_json, go_q, raw_error
@@ -116,6 +118,9 @@ class _VS:
     set: FieldSet
     api_version: str
     applied: bool
+    # (the set as decoded, its FieldsV1 as read) when that FieldsV1 is what to_fields_v1
+    # writes for it: while the manager keeps that very set, encoding reuses the FieldsV1
+    wire: tuple[FieldSet, bytes] | None = None
 
 
 @dataclass
@@ -170,10 +175,11 @@ def _decode(entries: Any) -> _Managed:
             raise _DecodeError(f'invalid fieldsType "{ft}" in managed fields entry {i}')
         mid = _entry_id(e)
         try:
-            fs = FieldSet.from_fields_v1(e.get("fieldsV1"))
+            fs, canonical = FieldSet.decode_fields_v1(e.get("fieldsV1"))
         except FieldsV1Error as err:
             raise _DecodeError(f"error decoding versioned set: {err}") from None
-        m.fields[mid] = _VS(fs, str(e["apiVersion"]), e["operation"] == "Apply")
+        wire = (fs, orjson.dumps(e["fieldsV1"])) if canonical else None
+        m.fields[mid] = _VS(fs, str(e["apiVersion"]), e["operation"] == "Apply", wire)
         m.times[mid] = e.get("time")
     return m
 
@@ -228,10 +234,17 @@ def _entry(mid: str, applied: bool, api_version: str, t: str | None, fields_v1: 
     return entry
 
 
+def _fields_v1(vs: _VS) -> dict[str, Any]:
+    wire = vs.wire
+    if wire is not None and wire[0] is vs.set:
+        return orjson.loads(wire[1])  # a copy of what was read: the same bytes, key order kept
+    return vs.set.to_fields_v1()
+
+
 def _encode(m: _Managed) -> list[dict[str, Any]] | None:
     if not m.fields:
         return None
-    entries = [_entry(mid, vs.applied, vs.api_version, m.times.get(mid), vs.set.to_fields_v1())
+    entries = [_entry(mid, vs.applied, vs.api_version, m.times.get(mid), _fields_v1(vs))
                for mid, vs in m.fields.items()]
     entries.sort(key=lambda e: (e.get("operation", ""), _unix(e.get("time")), e.get("manager", ""),
                                 e.get("apiVersion", ""), e.get("subresource", "")))
@@ -254,7 +267,7 @@ def _strip(fields: dict[str, _VS], mid: str) -> None:
     if s.empty():
         del fields[mid]
     else:
-        fields[mid] = _VS(s, vs.api_version, vs.applied)
+        fields[mid] = _VS(s, vs.api_version, vs.applied, vs.wire)
 
 
 def _cap(m: _Managed, limit: int = MAX_UPDATE_MANAGERS) -> None:
@@ -276,7 +289,7 @@ def _cap(m: _Managed, limit: int = MAX_UPDATE_MANAGERS) -> None:
             continue
         if bucket not in m.fields:
             m.fields[bucket] = m.fields.pop(first)
-        m.fields[bucket] = _VS(vs.set.union(m.fields[bucket].set), vs.api_version, vs.applied)
+        m.fields[bucket] = _VS(vs.set.union(m.fields[bucket].set), vs.api_version, vs.applied, m.fields[bucket].wire)
         del m.fields[mid]
         length -= 1
         m.times[bucket] = t
@@ -411,7 +424,7 @@ def _smd_update(ctx: _Ctx, old: dict[str, Any], new: dict[str, Any], managers: d
             if not ex_removed.empty():
                 s = s.difference(ex_removed)
         if not s.empty():
-            out[mid] = _VS(s, vs.api_version, vs.applied)
+            out[mid] = _VS(s, vs.api_version, vs.applied, vs.wire)
     return out, (added, modified, removed)
 
 
@@ -424,7 +437,7 @@ def _smd_update_manager(ctx: _Ctx, live: dict[str, Any], new: dict[str, Any], ma
     if s.empty():
         managers.pop(mid, None)
     else:
-        managers[mid] = _VS(s, ctx.version, False)
+        managers[mid] = _VS(s, ctx.version, False, prev.wire if prev else None)
     return managers
 
 
@@ -471,7 +484,13 @@ def _update_chain(ctx: _Ctx, live: dict[str, Any], new: dict[str, Any], managed:
     vs = fields.pop(_CURRENT_OPERATION, None)
     if vs is not None:
         prev = fields.get(mid)
-        fields[mid] = _VS(vs.set.union(prev.set) if prev else vs.set, vs.api_version, False)
+        s = vs.set.union(prev.set) if prev else vs.set
+        before = managed.fields.get(mid)
+        if before is not None and s == before.set:
+            # the manager changed only what it owned already (Lease renewals, heartbeats):
+            # its set as read, whose FieldsV1 encoding can reuse
+            s = before.set
+        fields[mid] = _VS(s, vs.api_version, False, before.wire if before else None)
         times[mid] = ctx.now
     m = _Managed(fields, times)
     _cap(m)

@@ -220,11 +220,26 @@ class FieldSet:
         return len(self.members) + sum(len(c) for c in self.children.values())
 
     def __eq__(self, other: object) -> bool:
+        """The same paths (empty sub-sets count for nothing). Sub-sets shared by both sides,
+        as the algebra below leaves them, are not walked."""
         if not isinstance(other, FieldSet):
             return NotImplemented
-        a, b = self._pruned(), other._pruned()
-        return a.members == b.members and a.children.keys() == b.children.keys() and all(
-            a.children[k] == b.children[k] for k in a.children)
+        if other is self:
+            return True
+        if self.members != other.members:
+            return False
+        oc_all = other.children
+        for pe, c in self.children.items():
+            oc = oc_all.get(pe)
+            if oc is None:
+                if not c.empty():
+                    return False
+            elif not c == oc:
+                return False
+        for pe, oc in oc_all.items():
+            if pe not in self.children and not oc.empty():
+                return False
+        return True
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -239,26 +254,40 @@ class FieldSet:
     def __repr__(self) -> str:
         return "FieldSet(" + ", ".join(path_string(p) for p in self.iter_paths()) + ")"
 
-    # -- algebra (all return new sets) ---------------------------------------------------
-    # Results share unchanged sub-sets with their operands instead of copying them: sets are
-    # values once built (only the builders that create a set fill it), and copying was a third
-    # of the managedFields cost of a create.
+    # -- algebra ---------------------------------------------------------------------------
+    # Results share unchanged sub-sets with their operands instead of copying them, and are
+    # an operand itself when they hold the same paths: sets are values once built (only the
+    # builders that create a set fill it). Copying was a third of the managedFields cost of a
+    # create, and a manager's set that a write leaves alone keeps its identity, so its
+    # FieldsV1 need not be written again (see decode_fields_v1).
     def union(self, other: FieldSet) -> FieldSet:
+        if other is self:
+            return self
         s = FieldSet()
         s.members = self.members | other.members
+        is_self = len(s.members) == len(self.members)
+        is_other = len(s.members) == len(other.members)
         oc_all = other.children
         for pe, c in self.children.items():
             oc = oc_all.get(pe)
-            s.children[pe] = c.union(oc) if oc is not None else c
+            if oc is None:
+                s.children[pe] = c
+                is_other = False
+            else:
+                u = s.children[pe] = c.union(oc)
+                is_self = is_self and u is c
+                is_other = is_other and u is oc
         for pe, oc in oc_all.items():
             if pe not in self.children:
                 s.children[pe] = oc
-        return s
+                is_self = False
+        return self if is_self else other if is_other else s
 
     def difference(self, other: FieldSet) -> FieldSet:
         """Paths of self that are not paths of other (children compared path by path)."""
         s = FieldSet()
         s.members = self.members - other.members
+        same = len(s.members) == len(self.members)
         for pe, c in self.children.items():
             oc = other.children.get(pe)
             if oc is None:
@@ -266,9 +295,10 @@ class FieldSet:
                     s.children[pe] = c
                 continue
             d = c.difference(oc)
+            same = same and d is c
             if not d.empty():
                 s.children[pe] = d
-        return s
+        return self if same else s
 
     def intersection(self, other: FieldSet) -> FieldSet:
         s = FieldSet()
@@ -285,8 +315,10 @@ class FieldSet:
         """Drop every path that has a member of `other` as prefix (or equals one)."""
         s = FieldSet()
         s.members = self.members - other.members
+        same = len(s.members) == len(self.members)
         for pe, c in self.children.items():
             if pe in other.members:
+                same = same and c.empty()
                 continue
             oc = other.children.get(pe)
             if oc is None:
@@ -294,9 +326,10 @@ class FieldSet:
                     s.children[pe] = c
                 continue
             d = c.recursive_difference(oc)
+            same = same and d is c
             if not d.empty():
                 s.children[pe] = d
-        return s
+        return self if same else s
 
     # -- FieldsV1 ------------------------------------------------------------------------
     def to_fields_v1(self) -> dict[str, Any]:
@@ -326,23 +359,49 @@ class FieldSet:
 
     @classmethod
     def from_fields_v1(cls, fields: Any) -> FieldSet:
+        return cls.decode_fields_v1(fields)[0]
+
+    @classmethod
+    def decode_fields_v1(cls, fields: Any) -> tuple[FieldSet, bool]:
+        """from_fields_v1, and whether `fields` is exactly what to_fields_v1 writes for the
+        set, key order included (then a caller whose set comes through unchanged can keep
+        the FieldsV1 it read instead of writing it again)."""
         if fields is None:
-            return cls()
+            return cls(), False
         if not isinstance(fields, dict):
             raise FieldsV1Error("FieldsV1 must be a JSON object")
+        return cls._decode(fields, True)
+
+    @classmethod
+    def _decode(cls, fields: dict[str, Any], root: bool) -> tuple[FieldSet, bool]:
         s = cls()
+        # as written: "." first and only in a child that has more, keys canonical and in
+        # strictly increasing path element order (equal ranks would be written in set order)
+        canonical = True
+        last: tuple[Any, ...] | None = None
+        first = True
         for key, val in fields.items():
             if key == ".":
+                if canonical and not (first and not root and len(fields) > 1 and val == {}):
+                    canonical = False
+                first = False
                 continue
+            first = False
             pe = _parse_fields_key(key)
             if not isinstance(val, dict):
                 raise FieldsV1Error(f"expected an object for {key!r}")
+            if canonical:
+                rank = _pe_rank(pe)
+                if _pe_fields_key(pe) != key or (last is not None and not last < rank):
+                    canonical = False
+                last = rank
             if not val:
                 s.members.add(pe)
                 continue
             if "." in val:
                 s.members.add(pe)
-            sub = cls.from_fields_v1(val)
+            sub, sub_canonical = cls._decode(val, False)
+            canonical = canonical and sub_canonical
             if sub.members or sub.children:  # built here: children are never empty
                 s.children[pe] = sub
-        return s
+        return s, canonical
