@@ -35,7 +35,7 @@ from .pleg import PLEG
 from .podworkers import PodWorker, PodWorkers
 from .probes import ProbeManager
 from .runtime.interface import EXITED, RUNNING, ContainerStatus
-from .runtime.resources import machine_memory_capacity
+from .runtime.resources import machine_memory_capacity, pod_requests
 from .staticpods import StaticPods, is_mirror
 from .status import StatusManager
 from .volumes import VolumeManager
@@ -123,33 +123,6 @@ def _node_affinity_ok(pod: dict[str, Any], labels: dict[str, str], node_name: st
         if ok:
             return True
     return False
-
-
-def _pod_requests(pod: dict[str, Any]) -> dict[str, int]:
-    """Effective requests (milli-cpu, bytes): max(any init container, sum of app containers and sidecars) + overhead."""
-    spec = pod.get("spec") or {}
-
-    def req(c: dict[str, Any], name: str) -> int:
-        q = ((c.get("resources") or {}).get("requests") or {}).get(name)
-        if q is None:
-            return 0
-        return parse_quantity(q).to_milli() if name == "cpu" else parse_quantity(q).to_int()
-
-    out = {}
-    for name in ("cpu", "memory", "ephemeral-storage"):
-        total = sum(req(c, name) for c in spec.get("containers") or [])
-        side = 0
-        for ic in spec.get("initContainers") or []:
-            if ic.get("restartPolicy") == "Always":
-                side += req(ic, name)
-                total += req(ic, name)
-            else:
-                total = max(total, req(ic, name) + side)
-        q = (spec.get("overhead") or {}).get(name)
-        if q is not None:
-            total += parse_quantity(q).to_milli() if name == "cpu" else parse_quantity(q).to_int()
-        out[name] = total
-    return out
 
 
 class Kubelet:
@@ -408,13 +381,14 @@ class Kubelet:
         labels = (self.node_manager.node.get("metadata") or {}).get("labels") or {}
         if not _node_affinity_ok(pod, labels, self.node_name):
             return "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
-        others = [w.pod for w in self.pod_workers.active() if w.uid != uid and w.admitted and not w.view.terminal]
+        admitted = [w for w in self.pod_workers.active() if w.uid != uid and w.admitted and not w.view.terminal]
+        others = [w.pod for w in admitted]
         alloc = self.allocatable()
         used = {"cpu": 0, "memory": 0, "ephemeral-storage": 0}
-        for o in others:
-            for k, v in _pod_requests(o).items():
+        for w in admitted:
+            for k, v in w.requests().items():
                 used[k] += v
-        want = _pod_requests(pod)
+        want = pod_requests(pod)
         if len(others) + 1 > int(alloc.get("pods", "110")):
             return "OutOfpods", (f"Node didn't have enough resource: pods, requested: 1, used: {len(others)}, "
                                  f"capacity: {alloc.get('pods')}")

@@ -47,6 +47,7 @@ from .runtime.interface import (
     NotFound,
     RuntimeError_,
 )
+from .runtime.resources import pod_requests
 from .status import PodView, build_status, is_sidecar, should_restart
 from .volumes import MountedVolume, VolumeError
 
@@ -113,6 +114,7 @@ class PodWorker:
         self.first_sync = 0.0
         self._traced = False
         self.running_since: float = 0.0  # when all containers were first seen started (for the bench)
+        self._requests: tuple[Any, dict[str, int]] = (None, {})  # (the spec they were computed from, requests)
         self.task = asyncio.create_task(self._run(), name=f"pod-{pod['metadata']['name']}")
 
     # ------------------------------------------------------------------ inputs
@@ -148,6 +150,14 @@ class PodWorker:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def requests(self) -> dict[str, int]:
+        """The pod's effective resource requests, recomputed only when its spec object changes (admission sums
+        them over every admitted pod for each new one: quadratic in a burst otherwise)."""
+        spec = self.pod.get("spec")
+        if self._requests[0] is not spec:
+            self._requests = (spec, pod_requests(self.pod))
+        return self._requests[1]
 
     def wake_at(self, when: float) -> None:
         """Sync again at `when` (epoch seconds) unless something wakes the worker earlier."""

@@ -294,7 +294,7 @@ class VolumeManager:
             ed = v.get("emptyDir") or {}
             new = not os.path.isdir(d)
             os.makedirs(d, exist_ok=True)
-            if ed.get("medium") == "Memory" and not self._mounted(d):
+            if ed.get("medium") == "Memory" and (new or not self._mounted(d)):
                 size = parse_quantity(ed["sizeLimit"]).to_int() if ed.get("sizeLimit") else _pod_memory_limit(pod)
                 _mount("tmpfs", d, "tmpfs", 0, f"mode=0777{f',size={size}' if size else ''}")
                 self._tmpfs.add(d)
@@ -345,8 +345,9 @@ class VolumeManager:
 
     def _tmpfs_dir(self, uid: str, plugin: str, name: str) -> str:
         d = self._vol_dir(uid, plugin, name)
+        existed = os.path.isdir(d)
         os.makedirs(d, exist_ok=True)
-        if not self._mounted(d):
+        if not existed or not self._mounted(d):  # a directory made just now is no mount point: no mountinfo read
             # plain flags, as upstream mounts it (locked nosuid/nodev would also stop read-only remounts in user
             # namespaces, which the process fallback runtime does)
             _mount("tmpfs", d, "tmpfs", 0, "mode=0755")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal as _signal
@@ -36,7 +35,7 @@ from .interface import (
     SandboxConfig,
     to_dict,
 )
-from .runc import SHIM, RuncRuntime, _int_file, _new_id, _signal_number, _write_json, read_pipe
+from .runc import RuncRuntime, _int_file, _new_id, _signal_number, _write_json
 from .spec import SpecError, merge_args, merge_env
 
 PROCINIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "procinit.py")
@@ -135,24 +134,10 @@ class ProcessRuntime(RuncRuntime):
         d = self._c_path(container_id)
         if os.path.exists(os.path.join(d, "shim.pid")):
             raise RuntimeError_(f"container {container_id[:12]} was already started", "RunContainerError")
-        r, w = os.pipe()
-        try:
-            with open(os.path.join(d, "shim.log"), "ab") as shim_log:
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-S", "-P", SHIM, "--id", container_id, "--root", self.runc_root, "--bundle", d,
-                    "--state-dir", d, "--log", meta["log_path"], "--log-max-size", str(self.log_max_size),
-                    "--log-max-files", str(self.log_max_files), "--ready-fd", str(w),
-                    "--exec", os.path.join(d, "exec.json"), stdin=asyncio.subprocess.DEVNULL, stdout=shim_log,
-                    stderr=shim_log, pass_fds=(w,), start_new_session=True)
-            os.close(w)
-            w = -1
-            await proc.wait()
-            raw = await read_pipe(r)
-        finally:
-            os.close(r)
-            if w >= 0:
-                os.close(w)
-        msg = json.loads(raw) if raw else {"error": "shim exited without reporting"}
+        msg = await self.launch_shim(d, [
+            "--id", container_id, "--root", self.runc_root, "--bundle", d, "--state-dir", d,
+            "--log", meta["log_path"], "--log-max-size", str(self.log_max_size),
+            "--log-max-files", str(self.log_max_files), "--exec", os.path.join(d, "exec.json")])
         if "error" in msg:
             raise RuntimeError_(msg["error"], "RunContainerError")
         meta["started_at"] = time.time()

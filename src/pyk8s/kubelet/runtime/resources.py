@@ -95,6 +95,33 @@ def pod_qos_class(pod: dict[str, Any]) -> str:
     return BURSTABLE
 
 
+def pod_requests(pod: dict[str, Any]) -> dict[str, int]:
+    """Effective requests (milli-cpu, bytes): max(any init container, sum of app containers and sidecars) + overhead."""
+    spec = pod.get("spec") or {}
+
+    def req(c: dict[str, Any], name: str) -> int:
+        q = ((c.get("resources") or {}).get("requests") or {}).get(name)
+        if q is None:
+            return 0
+        return parse_quantity(q).to_milli() if name == "cpu" else parse_quantity(q).to_int()
+
+    out = {}
+    for name in ("cpu", "memory", "ephemeral-storage"):
+        total = sum(req(c, name) for c in spec.get("containers") or [])
+        side = 0
+        for ic in spec.get("initContainers") or []:
+            if ic.get("restartPolicy") == "Always":
+                side += req(ic, name)
+                total += req(ic, name)
+            else:
+                total = max(total, req(ic, name) + side)
+        q = (spec.get("overhead") or {}).get(name)
+        if q is not None:
+            total += parse_quantity(q).to_milli() if name == "cpu" else parse_quantity(q).to_int()
+        out[name] = total
+    return out
+
+
 def machine_memory_capacity() -> int:
     with open("/proc/meminfo") as f:
         for line in f:

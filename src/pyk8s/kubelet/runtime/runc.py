@@ -22,7 +22,6 @@ import os
 import secrets
 import shutil
 import signal as _signal
-import sys
 import time
 from typing import Any
 
@@ -52,11 +51,11 @@ from .interface import (
 )
 from .resources import nofile_limit, pod_cgroup_parent
 from .security import UserError, bounding_caps, resolve_user
+from .shimlaunch import ShimLauncher, read_pipe
 from .spec import SandboxView, SpecError, build_spec
 
 log = logging.getLogger(__name__)
 
-SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim.py")
 DEFAULT_RUNC_ROOT = "/run/pyk8s/runc"
 
 
@@ -91,9 +90,10 @@ def _signal_number(sig: str | int) -> int:
 
 
 def _pid_alive(pid: int, marker: str) -> bool:
+    """Whether `pid` is still the shim of container `marker`: a shim works in its container's state dir (its
+    command line is the zygote's when it was forked by one; a reused pid is some other process)."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return marker.encode() in f.read()
+        return marker in os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return False
 
@@ -138,6 +138,7 @@ class RuncRuntime(ContainerRuntime):
         self._oom_warned = False
         self._meta_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.shims = ShimLauncher(os.path.join(self.root, "shim-zygote.log"))
 
     def _lock(self, key: str) -> asyncio.Lock:
         lk = self._locks.get(key)
@@ -188,13 +189,13 @@ class RuncRuntime(ContainerRuntime):
             "log_directory": config.log_directory or os.path.join(
                 self.log_root, f"{config.namespace}_{config.name}_{config.uid}"),
         }
+        netns_name = None if config.host_network else f"pyk8s-{sid[:16]}"
+        ipc, uts = not config.host_ipc, not config.host_network
+        doc["ns"] = sbx.namespace_paths(sid, netns_name, ipc, uts)  # recorded first: clean-up finds them after a crash
         self._save_sandbox(doc)
         try:
-            netns_name = None if config.host_network else f"pyk8s-{sid[:16]}"
-            doc["ns"], lo_up = await sbx.create_namespaces(sid, netns_name, ipc=not config.host_ipc,
-                                                           uts=not config.host_network, hostname=hostname)
+            doc["ns"], lo_up = await sbx.create_namespaces(sid, netns_name, ipc=ipc, uts=uts, hostname=hostname)
             doc["lo_up"] = lo_up  # lo is ours, not the CNI loopback plugin's: no loopback ADD/DEL
-            self._save_sandbox(doc)
             if config.host_ipc:
                 doc["shm"] = "/dev/shm"
             else:
@@ -441,35 +442,41 @@ class RuncRuntime(ContainerRuntime):
         cid = meta["id"]
         d = self._c_path(cid)
         cfg = meta.get("config") or {}
+        msg = await self.launch_shim(d, [
+            "--id", cid, "--runc", self.runc, "--root", self.runc_root, "--bundle", d, "--state-dir", d,
+            "--log", meta["log_path"], "--log-max-size", str(self.log_max_size),
+            "--log-max-files", str(self.log_max_files), "--cgroup-path", meta["cgroup_path"],
+            "--stdin", str(int(bool(cfg.get("stdin")))), "--stdin-once", str(int(bool(cfg.get("stdin_once")))),
+            "--tty", str(int(bool(cfg.get("tty")))), "--start", str(int(start))])
+        if "error" in msg:
+            raise RuntimeError_(f"failed to create the runc container: {msg['error']}", "RunContainerError")
+
+    async def launch_shim(self, state_dir: str, args: list[str]) -> dict[str, Any]:
+        """Start a shim (through the zygote) and return what it reports on its ready pipe: {"pid": ...} or
+        {"error": ...}."""
         r, w = os.pipe()
         try:
-            shim_log = open(os.path.join(d, "shim.log"), "ab")
+            log_fd = os.open(os.path.join(state_dir, "shim.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-S", "-P", SHIM, "--id", cid, "--runc", self.runc, "--root", self.runc_root,
-                    "--bundle", d, "--state-dir", d, "--log", meta["log_path"],
-                    "--log-max-size", str(self.log_max_size), "--log-max-files", str(self.log_max_files),
-                    "--cgroup-path", meta["cgroup_path"], "--ready-fd", str(w),
-                    "--stdin", str(int(bool(cfg.get("stdin")))), "--stdin-once", str(int(bool(cfg.get("stdin_once")))),
-                    "--tty", str(int(bool(cfg.get("tty")))), "--start", str(int(start)),
-                    stdin=asyncio.subprocess.DEVNULL, stdout=shim_log, stderr=shim_log, pass_fds=(w,),
-                    start_new_session=True)
+                await self.shims.launch(args, w, log_fd)
+            except OSError as e:
+                return {"error": f"starting the container's shim: {e}"}
             finally:
-                shim_log.close()
+                os.close(log_fd)
             os.close(w)
             w = -1
-            await proc.wait()  # the shim daemonizes: this is its short-lived parent
-            raw = await read_pipe(r)
+            raw = await read_pipe(r)  # EOF once the shim has reported (or died without a word)
         finally:
             os.close(r)
             if w >= 0:
                 os.close(w)
         try:
-            msg = json.loads(raw) if raw else {"error": "shim exited without reporting"}
+            return json.loads(raw) if raw else {"error": "shim exited without reporting"}  # type: ignore[no-any-return]
         except ValueError:
-            msg = {"error": raw.decode(errors="replace")}
-        if "error" in msg:
-            raise RuntimeError_(f"failed to create the runc container: {msg['error']}", "RunContainerError")
+            return {"error": raw.decode(errors="replace")}
+
+    async def close(self) -> None:
+        self.shims.close()
 
     async def stop_container(self, container_id: str, timeout: float, signal: str | int | None = None) -> None:
         meta = self._load_meta(container_id)
@@ -610,33 +617,6 @@ def _int_file(path: str) -> int:
             return int(f.read().strip() or 0)
     except (OSError, ValueError):
         return 0
-
-
-def _settle(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
-async def read_pipe(fd: int) -> bytes:
-    """Everything from a pipe until EOF, on the event loop (not a worker thread: with 100 pods starting at once the
-    default executor's few threads would each sit out a shim's whole start)."""
-    loop = asyncio.get_running_loop()
-    os.set_blocking(fd, False)
-    chunks: list[bytes] = []
-    while True:
-        try:
-            b = os.read(fd, 65536)
-        except BlockingIOError:
-            ready: asyncio.Future[None] = loop.create_future()
-            loop.add_reader(fd, _settle, ready)
-            try:
-                await ready
-            finally:
-                loop.remove_reader(fd)
-            continue
-        if not b:
-            return b"".join(chunks)
-        chunks.append(b)
 
 
 def _mount_overlay(lowers: list[str], upper: str, work: str, target: str) -> None:

@@ -159,19 +159,27 @@ async def _in_own_thread(fn: object, *args: object) -> None:
     await done
 
 
-async def create_namespaces(sandbox_id: str, netns_name: str | None, ipc: bool, uts: bool,
-                            hostname: str) -> tuple[dict[str, str], bool]:
-    """Create the requested persistent namespaces: ({"net"|"ipc"|"uts": path}, whether lo is up already)."""
+def namespace_paths(sandbox_id: str, netns_name: str | None, ipc: bool, uts: bool) -> dict[str, str]:
+    """Where create_namespaces puts the requested namespaces ({"net"|"ipc"|"uts": path}); known before they exist,
+    so the sandbox's record names them (for clean-up) before they are made."""
     paths: dict[str, str] = {}
     if netns_name:
-        _ensure_shared_netns_dir()
         paths["net"] = os.path.join(NETNS_DIR, netns_name)
-    if ipc or uts:
-        os.makedirs(os.path.join(NS_DIR, sandbox_id), exist_ok=True)
     if ipc:
         paths["ipc"] = os.path.join(NS_DIR, sandbox_id, "ipc")
     if uts:
         paths["uts"] = os.path.join(NS_DIR, sandbox_id, "uts")
+    return paths
+
+
+async def create_namespaces(sandbox_id: str, netns_name: str | None, ipc: bool, uts: bool,
+                            hostname: str) -> tuple[dict[str, str], bool]:
+    """Create the requested persistent namespaces: ({"net"|"ipc"|"uts": path}, whether lo is up already)."""
+    paths = namespace_paths(sandbox_id, netns_name, ipc, uts)
+    if netns_name:
+        _ensure_shared_netns_dir()
+    if ipc or uts:
+        os.makedirs(os.path.join(NS_DIR, sandbox_id), exist_ok=True)
     if not paths:
         return paths, False
     for p in paths.values():

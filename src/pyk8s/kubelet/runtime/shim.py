@@ -254,16 +254,12 @@ class AttachServer:
 
 def receive_fd(sock: socket.socket) -> int:
     """The one fd runc sends over the console socket (SCM_RIGHTS)."""
-    import array
     import socket
 
     conn, _ = sock.accept()
     with conn:
-        fds = array.array("i")
-        _, anc, _, _ = conn.recvmsg(4096, socket.CMSG_SPACE(fds.itemsize))
-        for level, typ, data in anc:
-            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-                fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+        _, anc, _, _ = conn.recvmsg(4096, socket.CMSG_SPACE(4))
+    fds = _received_fds(anc)
     if not fds:
         raise OSError("runc sent no console fd")
     return fds[0]
@@ -431,12 +427,12 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: None)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    with open(os.path.join(a.state_dir, "shim.pid"), "w") as f:
-        f.write(str(os.getpid()))
-
     # sockets are bound by relative name: a state dir's path may not fit in sun_path's 108 bytes (runc chdirs into
-    # the bundle, which is this directory, before dialing the console socket)
+    # the bundle, which is this directory, before dialing the console socket). Before shim.pid: the runtime knows a
+    # live shim by its working directory (a zygote's fork has the zygote's command line).
     os.chdir(a.state_dir)
+    with open("shim.pid", "w") as f:
+        f.write(str(os.getpid()))
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     pid_file = os.path.join(a.state_dir, "init.pid")
@@ -576,5 +572,70 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _received_fds(anc: list[tuple[int, int, bytes]]) -> list[int]:
+    import array
+    import socket
+
+    fds = array.array("i")
+    for level, typ, data in anc:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+    return list(fds)
+
+
+def _run_forked(argv: list[str], ready_fd: int, log_fd: int) -> None:
+    """In a zygote's child: become one container's shim (stdout/stderr to its shim.log) and never return."""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the shim waits for runc and the container
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        code = main([*argv, "--ready-fd", str(ready_fd)])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+        if not isinstance(e.code, int) and e.code is not None:
+            os.write(2, f"{e.code}\n".encode())
+    except BaseException:  # noqa: BLE001 - reported in shim.log; the kubelet sees the ready pipe close unanswered
+        import traceback
+
+        os.write(2, traceback.format_exc().encode())
+    finally:
+        os._exit(code)
+
+
+def zygote(sock_fd: int) -> int:
+    """`--zygote FD`: fork one shim per request read from the unix socket FD, then wait for the next.
+
+    A fork of this small, already-initialised process costs the kubelet about a millisecond, where an interpreter
+    start with these imports costs ~25 ms of CPU and the kubelet's event loop a vfork+exec, for every container.
+    A request is one SOCK_SEQPACKET message: the shim's arguments (NUL-separated, without --ready-fd) and two fds
+    attached, the ready pipe's write end and shim.log. The zygote ends when the kubelet closes its end; the shims it
+    forked have daemonized by then and live on, as ever.
+    """
+    import socket
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # each child exits as soon as it has daemonized: no zombies
+    sock = socket.socket(fileno=sock_fd)
+    while True:
+        try:
+            msg, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(2 * 4))
+        except InterruptedError:
+            continue
+        except OSError:
+            return 0
+        fds = _received_fds(anc)
+        if not msg:
+            return 0
+        if len(fds) == 2:
+            if os.fork() == 0:
+                sock.close()
+                _run_forked(msg.decode().split("\0"), fds[0], fds[1])
+        for fd in fds:
+            os.close(fd)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--zygote"]:
+        sys.exit(zygote(int(sys.argv[2])))
     sys.exit(main())
