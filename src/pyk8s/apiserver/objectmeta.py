@@ -5,8 +5,9 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from datetime import UTC, datetime
 from typing import Any
+
+from ..api.timefmt import format_time
 
 __all__ = ["now_rfc3339", "new_uid", "generate_name", "spec_changed", "GENERATION_KINDS", "strip_for_compare"]
 
@@ -37,11 +38,11 @@ _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowel
 
 
 def now_rfc3339() -> str:
-    return datetime.fromtimestamp(int(time.time()), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(time.time())  # memoised per second: every write in a second shares it
 
 
 def rfc3339_at(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(ts)
 
 
 def new_uid() -> str:
