@@ -231,3 +231,21 @@ def test_gocompat_helpers() -> None:
     assert [go_float(x) for x in (1.0, 1e6, 1.5, 1e-5)] == ["1", "1e+06", "1.5", "1e-05"]
 
 
+
+
+def test_check_fields_is_type_errors_and_unknown_fields_in_one_walk():
+    from pyk8s.api.schema.strict import check_fields, type_errors, unknown_fields
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}, "bogus": 1},
+           "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "nope": 1}],
+                                    "resources": {"limits": {"cpu": "1"}}}],
+                    "volumes": [{"name": "v", "projected": {"sources": [{"configMap": {"name": "x", "extra": {}}}]}}],
+                    "nodeSelector": {"k": "v"}, "what": None}}
+    te, unknown = check_fields("", "v1", "Pod", pod)
+    assert te == type_errors("", "v1", "Pod", pod) == []
+    assert unknown == unknown_fields("", "v1", "Pod", pod) == [
+        "metadata.bogus", "spec.containers[0].ports[0].nope", "spec.volumes[0].projected.sources[0].configMap.extra",
+        "spec.what"]
+    bad = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": 1}]}}
+    assert check_fields("", "v1", "Pod", bad)[0] == type_errors("", "v1", "Pod", bad) != []
+    assert check_fields("", "v1", "NoSuchKind", pod) == ([], [])

@@ -6,19 +6,16 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
+from ..api.schema import strict
 
 __all__ = ["check"]
 
 
-def _unknown(obj: dict[str, Any], res: Resource) -> list[str]:
-    from ..api.schema import strict
-
-    if res.crd is not None:
-        schema = _crd_schema(res)
-        if schema is None:
-            return []
-        return strict.unknown_fields_structural(schema, obj)
-    return strict.unknown_fields(res.group, res.version, res.kind, obj)
+def _unknown_structural(obj: dict[str, Any], res: Resource) -> list[str]:
+    schema = _crd_schema(res)
+    if schema is None:
+        return []
+    return strict.unknown_fields_structural(schema, obj)
 
 
 def _crd_schema(res: Resource) -> dict[str, Any] | None:
@@ -46,15 +43,16 @@ def _drop_path(obj: Any, path: str) -> None:
 
 
 def check(obj: dict[str, Any], res: Resource, ctx: Any) -> None:
-    from ..api.schema import strict
-
     mode = ctx.field_validation or "Strict"
-    type_errs = [] if res.crd is not None else strict.type_errors(res.group, res.version, res.kind, obj)
-    if type_errs:
-        raise E.new_bad_request(
-            f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: {type_errs[0]}'
-        )
-    unknown = _unknown(obj, res)
+    if res.crd is not None:
+        unknown = _unknown_structural(obj, res)
+    else:
+        # one walk finds both; the unknown fields count only when the types are right
+        type_errs, unknown = strict.check_fields(res.group, res.version, res.kind, obj)
+        if type_errs:
+            raise E.new_bad_request(
+                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: {type_errs[0]}'
+            )
     if not unknown:
         return
     if mode == "Strict":

@@ -27,6 +27,7 @@ from ._gocompat import base64_error, go_number_literal, parse_rfc3339_error, qua
 __all__ = [
     "unknown_fields",
     "type_errors",
+    "check_fields",
     "decode_error",
     "unknown_fields_structural",
     "strict_decoding_message",
@@ -308,12 +309,16 @@ def _desc(v: Any) -> str:
 
 
 class _TypeWalk:
-    __slots__ = ("saved", "fatal", "stack")
+    """Go's decode of obj into its types: type errors, and (when paths are passed) the unknown
+    fields on the way, as _unknown finds them. Paths are None where nothing below can be unknown."""
+
+    __slots__ = ("saved", "fatal", "stack", "unknown")
 
     def __init__(self) -> None:
         self.saved: list[str] = []  # Go's saveError: decoding goes on, the first one wins
         self.fatal: str | None = None  # an unmarshaler's error: decoding stops there
         self.stack: list[str] = []
+        self.unknown: list[str] = []
 
     def type_err(self, value: str, gotype: str, sname: str) -> str:
         if self.stack:
@@ -322,7 +327,7 @@ class _TypeWalk:
             )
         return f"json: cannot unmarshal {value} into Go value of type {gotype}"
 
-    def check(self, node: _Node, v: Any, sname: str) -> None:
+    def check(self, node: _Node, v: Any, sname: str, path: str | None = None) -> None:
         if v is None or self.fatal is not None:
             return
         kind = node.kind
@@ -332,7 +337,11 @@ class _TypeWalk:
                 stack = self.stack
                 for key, fv in v.items():
                     child = props.get(key)
-                    if child is None or fv is None:
+                    if child is None:
+                        if path is not None and len(self.unknown) < _MAX_STRICT_ERRORS:
+                            self.unknown.append(f"{path}.{key}" if path else key)
+                        continue
+                    if fv is None:
                         continue
                     # _scalar_fits inlined: most fields are well-typed strings, bools and ints
                     ck = child.kind
@@ -345,7 +354,10 @@ class _TypeWalk:
                     elif ck == INT and type(fv) is int and -(1 << (child.bits - 1)) <= fv < 1 << (child.bits - 1):
                         continue
                     stack.append(key)
-                    self.check(child, fv, node.goname)
+                    if path is not None and child.walk:
+                        self.check(child, fv, node.goname, f"{path}.{key}" if path else key)
+                    else:
+                        self.check(child, fv, node.goname)
                     stack.pop()
                     if self.fatal is not None:
                         return
@@ -354,6 +366,10 @@ class _TypeWalk:
         elif kind == ARRAY:
             if type(v) is list:
                 elem = node.elem
+                if path is not None and elem.walk:  # type: ignore[union-attr]
+                    for i, item in enumerate(v):
+                        self.check(elem, item, sname, f"{path}[{i}]")  # type: ignore[arg-type]
+                    return
                 for item in v:
                     if not _scalar_fits(elem, item):  # type: ignore[arg-type]
                         self.check(elem, item, sname)  # type: ignore[arg-type]
@@ -362,6 +378,10 @@ class _TypeWalk:
         elif kind == MAP:
             if type(v) is dict:
                 elem = node.elem
+                if path is not None and elem.walk:  # type: ignore[union-attr]
+                    for key, item in v.items():
+                        self.check(elem, item, sname, f"{path}.{key}" if path else key)  # type: ignore[arg-type]
+                    return
                 for item in v.values():
                     if not _scalar_fits(elem, item):  # type: ignore[arg-type]
                         self.check(elem, item, sname)  # type: ignore[arg-type]
@@ -474,6 +494,17 @@ def decode_error(group: str, version: str, kind: str, obj: Any) -> str | None:
     return w.saved[0] if w.saved else None
 
 
+def check_fields(group: str, version: str, kind: str, obj: Any) -> tuple[list[str], list[str]]:
+    """type_errors and unknown_fields in one walk of obj. The unknown fields are complete only
+    when there are no type errors (a decode that fails reports those, not unknown fields)."""
+    node = _root(group, version, kind)
+    if node is None:
+        return [], []
+    w = _TypeWalk()
+    w.check(node, obj, node.goname, "")
+    return _wrapped_type_errors(w, kind, version), w.unknown
+
+
 def type_errors(group: str, version: str, kind: str, obj: Any) -> list[str]:
     """Upstream-like decode errors for values of the wrong JSON type, wrapped as the API
     server returns them (`Pod in version "v1" cannot be handled as a Pod: json: ...`).
@@ -484,6 +515,10 @@ def type_errors(group: str, version: str, kind: str, obj: Any) -> list[str]:
     w = _type_walk(group, version, kind, obj)
     if w is None:
         return []
+    return _wrapped_type_errors(w, kind, version)
+
+
+def _wrapped_type_errors(w: _TypeWalk, kind: str, version: str) -> list[str]:
     errs = list(w.saved)
     if w.fatal is not None:
         errs.insert(0, w.fatal)
