@@ -1,7 +1,7 @@
 """The shortcuts on the managedFields path of non-apply writes (compare skipping subtrees that
-are the same on both sides, memoised identifiers and FieldsV1 keys, FieldsV1 of unchanged
-managers reused) must give exactly what the general path gives: random objects with random
-spec/status/metadata changes, several managers."""
+are the same on both sides, memoised identifiers and FieldsV1 keys, memoised decoded sets,
+FieldsV1 of unchanged managers reused) must give exactly what the general path gives: random
+objects with random spec/status/metadata changes, several managers."""
 
 from __future__ import annotations
 
@@ -107,6 +107,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, fn):  # type: ignore[no-untyped-def]
     with monkeypatch.context() as m:
         m.setattr(_typed, "_same", _general_same)
         m.setattr(apply, "_fields_v1", lambda vs: vs.set.to_fields_v1())  # no FieldsV1 reused
+        m.setattr(apply, "_decode_set", lambda raw: (FieldSet.from_fields_v1(raw), None))  # nor sets
         general = fn()
     return fast, general
 

@@ -149,3 +149,20 @@ def test_same_keeps_nan_and_number_types_apart() -> None:
     assert _typed._same({"a": 1, "b": 2}, {"b": 2, "a": 1})
     assert _typed._same([2**70], [2**70]) and not _typed._same([2**70], [float(2**70)])
     assert math.isnan(nan)
+
+
+def test_memoised_sets_are_not_handed_out() -> None:
+    """decode_managed_fields gives copies: a caller changing its set changes no later write."""
+    from pyk8s.api.patch.apply import decode_managed_fields, managed_fields_entries
+
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "l", "namespace": "n", "uid": "u"},
+             "spec": {"holderIdentity": "a", "renewTime": "2026-01-01T00:00:00.000000Z"}}
+    lease["metadata"]["managedFields"] = managed_fields_entries(None, lease, "kubelet", now="2026-01-01T00:00:00Z")
+    renewed = json.loads(json.dumps(lease))
+    renewed["spec"].update(holderIdentity="b", renewTime="2026-01-01T00:00:10.000000Z", leaseDurationSeconds=10)
+    expected = json.dumps(managed_fields_entries(lease, renewed, "other", now="2026-01-01T00:00:10Z"))
+    for info in decode_managed_fields(lease["metadata"]["managedFields"]).values():
+        info["fields"].members.add(("f", "bogus"))
+        info["fields"].children.clear()
+    assert json.dumps(managed_fields_entries(lease, renewed, "other", now="2026-01-01T00:00:10Z")) == expected

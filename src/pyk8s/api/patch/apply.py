@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -175,10 +176,9 @@ def _decode(entries: Any) -> _Managed:
             raise _DecodeError(f'invalid fieldsType "{ft}" in managed fields entry {i}')
         mid = _entry_id(e)
         try:
-            fs, canonical = FieldSet.decode_fields_v1(e.get("fieldsV1"))
+            fs, wire = _decode_set(e.get("fieldsV1"))
         except FieldsV1Error as err:
             raise _DecodeError(f"error decoding versioned set: {err}") from None
-        wire = (fs, orjson.dumps(e["fieldsV1"])) if canonical else None
         m.fields[mid] = _VS(fs, str(e["apiVersion"]), e["operation"] == "Apply", wire)
         m.times[mid] = e.get("time")
     return m
@@ -188,8 +188,48 @@ def decode_managed_fields(entries: Any) -> dict[str, dict[str, Any]]:
     """Decode wire managedFields into {manager identifier: {"fields": FieldSet,
     "apiVersion": str, "applied": bool, "time": str|None}} (raises ValueError)."""
     m = _decode(entries)
-    return {mid: {"fields": vs.set, "apiVersion": vs.api_version, "applied": vs.applied,
+    # copies: the decoded sets are memoised and shared, the caller may change its own
+    return {mid: {"fields": vs.set.copy(), "apiVersion": vs.api_version, "applied": vs.applied,
                   "time": m.times.get(mid)} for mid, vs in m.fields.items()}
+
+
+# Decoded field sets by their FieldsV1's JSON bytes. Most writes of an object read back the
+# entries the previous write produced (Lease renewals, heartbeats, a pod's status patches),
+# so encoding seeds this too. Bounded by the bytes of the keys (a set takes ~10x its JSON).
+_SETS: OrderedDict[bytes, tuple[FieldSet, tuple[FieldSet, bytes] | None]] = OrderedDict()
+_SETS_MAX_BYTES = 1 << 20
+_sets_bytes = 0
+
+
+def _decode_set(raw: Any) -> tuple[FieldSet, tuple[FieldSet, bytes] | None]:
+    """FieldSet.from_fields_v1(raw) (shared: never change it), and (it, raw's JSON) when raw is
+    exactly what to_fields_v1 writes for it."""
+    try:
+        key = orjson.dumps(raw) if isinstance(raw, dict) else None
+    except TypeError:  # not JSON orjson writes
+        key = None
+    if key is not None:
+        hit = _SETS.get(key)
+        if hit is not None:
+            _SETS.move_to_end(key)
+            return hit
+    fs, canonical = FieldSet.decode_fields_v1(raw)
+    if key is None:
+        return fs, None
+    wire = (fs, key) if canonical else None
+    _remember(key, fs, wire)
+    return fs, wire
+
+
+def _remember(key: bytes, fs: FieldSet, wire: tuple[FieldSet, bytes] | None) -> None:
+    global _sets_bytes
+    if key in _SETS or len(key) > _SETS_MAX_BYTES // 64:
+        return
+    _SETS[key] = (fs, wire)
+    _sets_bytes += len(key)
+    while _sets_bytes > _SETS_MAX_BYTES:
+        old, _ = _SETS.popitem(last=False)
+        _sets_bytes -= len(old)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -238,7 +278,10 @@ def _fields_v1(vs: _VS) -> dict[str, Any]:
     wire = vs.wire
     if wire is not None and wire[0] is vs.set:
         return orjson.loads(wire[1])  # a copy of what was read: the same bytes, key order kept
-    return vs.set.to_fields_v1()
+    fields_v1 = vs.set.to_fields_v1()
+    key = orjson.dumps(fields_v1)
+    _remember(key, vs.set, (vs.set, key))  # what the object's next write will read
+    return fields_v1
 
 
 def _encode(m: _Managed) -> list[dict[str, Any]] | None:
