@@ -25,7 +25,7 @@ import signal as _signal
 import time
 from typing import Any
 
-from ..images.store import ImageStore, ImageStoreError
+from ..images.store import Image, ImageStore, ImageStoreError
 from . import cgroups
 from . import sandbox as sbx
 from .cni import CNI, CNIError, bridge_conflist
@@ -179,48 +179,29 @@ class RuncRuntime(ContainerRuntime):
 
     async def create_sandbox(self, config: SandboxConfig) -> str:
         sid = _new_id()
-        d = self._sb_path(sid)
-        os.makedirs(d)
         hostname = (config.hostname or config.name)[:63].rstrip("-.")
+        netns_name = None if config.host_network else f"pyk8s-{sid[:16]}"
+        ipc, uts = not config.host_ipc, not config.host_network
         doc: dict[str, Any] = {
             "id": sid, "config": to_dict(config), "state": SANDBOX_READY, "created_at": time.time(),
-            "hostname": hostname, "ns": {}, "ip": "", "ips": [], "cni": None,
+            "hostname": hostname, "ip": "", "ips": [], "cni": None,
+            "ns": sbx.namespace_paths(sid, netns_name, ipc, uts),  # recorded first: clean-up finds them after a crash
+            "shm": "/dev/shm" if config.host_ipc else self._sb_path(sid, "shm"),
             "cgroup_parent": pod_cgroup_parent(config.qos_class, config.uid),
             "log_directory": config.log_directory or os.path.join(
                 self.log_root, f"{config.namespace}_{config.name}_{config.uid}"),
         }
-        netns_name = None if config.host_network else f"pyk8s-{sid[:16]}"
-        ipc, uts = not config.host_ipc, not config.host_network
-        doc["ns"] = sbx.namespace_paths(sid, netns_name, ipc, uts)  # recorded first: clean-up finds them after a crash
-        self._save_sandbox(doc)
+        await asyncio.to_thread(self._begin_sandbox, doc)
         try:
-            doc["ns"], lo_up = await sbx.create_namespaces(sid, netns_name, ipc=ipc, uts=uts, hostname=hostname)
-            doc["lo_up"] = lo_up  # lo is ours, not the CNI loopback plugin's: no loopback ADD/DEL
-            if config.host_ipc:
-                doc["shm"] = "/dev/shm"
-            else:
-                doc["shm"] = self._sb_path(sid, "shm")
-                sbx.mount_shm(doc["shm"], config.shm_size)
-            os.makedirs(doc["log_directory"], exist_ok=True)
-            try:
-                cgroups.create_pod_cgroup(doc["cgroup_parent"], config.pod_resources, self.cgroup_root)
-            except OSError as e:
-                raise RuntimeError_(f"creating pod cgroup {doc['cgroup_parent']}: {e}", "CreatePodSandboxError") from e
-            if not config.host_network:
-                res = await self.cni.add(sid, doc["ns"]["net"], "eth0", config.port_mappings,
-                                         self._cni_args(config, sid), loopback=not lo_up)
-                doc["cni"] = res.raw
-                doc["ip"], doc["ips"] = res.ip, res.ips
-                self._save_sandbox(doc)
-            pod_ip = doc["ip"] or self._host_ip()
-            sbx.write_file(self._sb_path(sid, "hostname"), hostname + "\n" if not config.host_network
-                           else os.uname().nodename + "\n")
-            sbx.write_file(self._sb_path(sid, "hosts"),
-                           sbx.hosts_file(pod_ip, hostname, config.subdomain, config.namespace, config.cluster_domain,
-                                          config.host_aliases, config.host_network))
-            sbx.write_file(self._sb_path(sid, "resolv.conf"), sbx.resolv_conf(config.dns))
-            if config.host_network:
-                self._save_sandbox(doc)  # (with pod networking, the save after CNI ADD already has everything)
+            # the host side (mounts, directories, cgroup: mostly kernel time, on a worker thread) while the network
+            # comes up; both finish before anything is judged or undone
+            results = await asyncio.gather(asyncio.to_thread(self._sandbox_host_side, doc, config),
+                                           self._sandbox_network(doc, config, netns_name, ipc, uts),
+                                           return_exceptions=True)
+            for r in results:
+                if isinstance(r, BaseException):
+                    raise r
+            await asyncio.to_thread(self._finish_sandbox, doc, config)
         except BaseException as e:
             with contextlib.suppress(Exception):
                 await self.remove_sandbox(sid)
@@ -230,6 +211,41 @@ class RuncRuntime(ContainerRuntime):
                 raise RuntimeError_(f"failed to set up pod sandbox: {e}", "CreatePodSandboxError") from e
             raise
         return sid
+
+    def _begin_sandbox(self, doc: dict[str, Any]) -> None:
+        os.makedirs(self._sb_path(doc["id"]))
+        self._save_sandbox(doc)
+
+    def _sandbox_host_side(self, doc: dict[str, Any], config: SandboxConfig) -> None:
+        if not config.host_ipc:
+            sbx.mount_shm(doc["shm"], config.shm_size)
+        os.makedirs(doc["log_directory"], exist_ok=True)
+        try:
+            cgroups.create_pod_cgroup(doc["cgroup_parent"], config.pod_resources, self.cgroup_root)
+        except OSError as e:
+            raise RuntimeError_(f"creating pod cgroup {doc['cgroup_parent']}: {e}", "CreatePodSandboxError") from e
+
+    async def _sandbox_network(self, doc: dict[str, Any], config: SandboxConfig, netns_name: str | None, ipc: bool,
+                               uts: bool) -> None:
+        doc["ns"], lo_up = await sbx.create_namespaces(doc["id"], netns_name, ipc=ipc, uts=uts, hostname=doc["hostname"])
+        doc["lo_up"] = lo_up  # lo is ours, not the CNI loopback plugin's: no loopback ADD/DEL
+        if not config.host_network:
+            res = await self.cni.add(doc["id"], doc["ns"]["net"], "eth0", config.port_mappings,
+                                     self._cni_args(config, doc["id"]), loopback=not lo_up)
+            doc["cni"] = res.raw
+            doc["ip"], doc["ips"] = res.ip, res.ips
+
+    def _finish_sandbox(self, doc: dict[str, Any], config: SandboxConfig) -> None:
+        """Record the sandbox (with its CNI result, for DEL) and write the pod's /etc files."""
+        self._save_sandbox(doc)
+        sid, hostname = doc["id"], doc["hostname"]
+        pod_ip = doc["ip"] or self._host_ip()
+        sbx.write_file(self._sb_path(sid, "hostname"), hostname + "\n" if not config.host_network
+                       else os.uname().nodename + "\n")
+        sbx.write_file(self._sb_path(sid, "hosts"),
+                       sbx.hosts_file(pod_ip, hostname, config.subdomain, config.namespace, config.cluster_domain,
+                                      config.host_aliases, config.host_network))
+        sbx.write_file(self._sb_path(sid, "resolv.conf"), sbx.resolv_conf(config.dns))
 
     @staticmethod
     def _cni_args(config: SandboxConfig, sid: str) -> dict[str, str]:
@@ -368,50 +384,55 @@ class RuncRuntime(ContainerRuntime):
         except ImageStoreError as e:
             raise RuntimeError_(str(e), "ErrImageNeverPull") from e
         cid = _new_id()
+        # the file system work (directories, the overlay mount, the bundle) on a worker thread: it is mostly waiting
+        # in the kernel, which the event loop spends on other pods meanwhile
+        work = asyncio.ensure_future(asyncio.to_thread(self._make_container, cid, sandbox_id, sb, config, image))
+        try:
+            await asyncio.shield(work)
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                await work  # (a cancelled caller) the thread finishes before its directory is removed
+            await self._cleanup_container_dir(cid)
+            raise
+        return cid
+
+    def _make_container(self, cid: str, sandbox_id: str, sb: dict[str, Any], config: ContainerConfig,
+                        image: Image) -> None:
         d = self._c_path(cid)
         rootfs = os.path.join(d, "rootfs")
         for sub in ("rootfs", "upper", "work"):
             os.makedirs(os.path.join(d, sub))
         self.images.add_lease(cid, image)
+        _mount_overlay(self.images.unpack(image), os.path.join(d, "upper"), os.path.join(d, "work"), rootfs)
+        sec = config.security
         try:
-            lowers = await asyncio.to_thread(self.images.unpack, image)
-            await asyncio.to_thread(_mount_overlay, lowers, os.path.join(d, "upper"), os.path.join(d, "work"), rootfs)
-            sec = config.security
-            try:
-                uid, gid, gids, _ = resolve_user(rootfs, image.runtime_config.get("User", ""), sec.run_as_user,
-                                                 sec.run_as_group, sec.supplemental_groups)
-            except UserError as e:
-                raise RuntimeError_(str(e), "CreateContainerConfigError") from e
-            if sec.run_as_non_root and uid == 0:
-                raise RuntimeError_("container has runAsNonRoot and image will run as root",
-                                    "CreateContainerConfigError")
-            sconf = sandbox_config_from_dict(sb["config"])
-            view = SandboxView(
-                hostname=sb["hostname"], ns_paths=sb["ns"], host_pid=sconf.host_pid,
-                hosts_path=self._sb_path(sandbox_id, "hosts"), resolv_path=self._sb_path(sandbox_id, "resolv.conf"),
-                hostname_path=self._sb_path(sandbox_id, "hostname"), shm_path=sb["shm"],
-                cgroup_parent=sb["cgroup_parent"], sysctls=sconf.sysctls)
-            try:
-                spec = build_spec(config=config, image_cfg=image.runtime_config, rootfs=rootfs, sandbox=view,
-                                  user=(uid, gid, gids), container_id=cid, allowed_caps=self.allowed_caps,
-                                  nofile=self.nofile, oom_score_adj=self._oom_score(config.resources.oom_score_adj),
-                                  memsw=self.memsw, cgroup_v2=self.cgroup_v2)
-            except (SpecError, ValueError, OSError) as e:
-                raise RuntimeError_(str(e), "CreateContainerError") from e
-            _write_json(os.path.join(d, "config.json"), spec)
-            log_path = config.log_path or os.path.join(sb["log_directory"], config.name, f"{config.attempt}.log")
-            os.makedirs(os.path.dirname(log_path), exist_ok=True)
-            stop_signal = config.stop_signal or image.runtime_config.get("StopSignal") or "SIGTERM"
-            meta = {
-                "id": cid, "sandbox_id": sandbox_id, "config": to_dict(config), "image_id": image.id,
-                "created_at": time.time(), "started_at": 0.0, "log_path": log_path,
-                "cgroup_path": spec["linux"]["cgroupsPath"].lstrip("/"), "stop_signal": stop_signal,
-            }
-            _write_json(os.path.join(d, "meta.json"), meta)
-        except BaseException:
-            await self._cleanup_container_dir(cid)
-            raise
-        return cid
+            uid, gid, gids, _ = resolve_user(rootfs, image.runtime_config.get("User", ""), sec.run_as_user,
+                                             sec.run_as_group, sec.supplemental_groups)
+        except UserError as e:
+            raise RuntimeError_(str(e), "CreateContainerConfigError") from e
+        if sec.run_as_non_root and uid == 0:
+            raise RuntimeError_("container has runAsNonRoot and image will run as root", "CreateContainerConfigError")
+        sconf = sandbox_config_from_dict(sb["config"])
+        view = SandboxView(
+            hostname=sb["hostname"], ns_paths=sb["ns"], host_pid=sconf.host_pid,
+            hosts_path=self._sb_path(sandbox_id, "hosts"), resolv_path=self._sb_path(sandbox_id, "resolv.conf"),
+            hostname_path=self._sb_path(sandbox_id, "hostname"), shm_path=sb["shm"],
+            cgroup_parent=sb["cgroup_parent"], sysctls=sconf.sysctls)
+        try:
+            spec = build_spec(config=config, image_cfg=image.runtime_config, rootfs=rootfs, sandbox=view,
+                              user=(uid, gid, gids), container_id=cid, allowed_caps=self.allowed_caps,
+                              nofile=self.nofile, oom_score_adj=self._oom_score(config.resources.oom_score_adj),
+                              memsw=self.memsw, cgroup_v2=self.cgroup_v2)
+        except (SpecError, ValueError, OSError) as e:
+            raise RuntimeError_(str(e), "CreateContainerError") from e
+        _write_json(os.path.join(d, "config.json"), spec)
+        log_path = config.log_path or os.path.join(sb["log_directory"], config.name, f"{config.attempt}.log")
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
+        stop_signal = config.stop_signal or image.runtime_config.get("StopSignal") or "SIGTERM"
+        _write_json(os.path.join(d, "meta.json"), {
+            "id": cid, "sandbox_id": sandbox_id, "config": to_dict(config), "image_id": image.id,
+            "created_at": time.time(), "started_at": 0.0, "log_path": log_path,
+            "cgroup_path": spec["linux"]["cgroupsPath"].lstrip("/"), "stop_signal": stop_signal})
 
     async def _cleanup_container_dir(self, cid: str) -> None:
         d = self._c_path(cid)
