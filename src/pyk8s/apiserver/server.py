@@ -181,6 +181,7 @@ class APIServer:
         site = web.TCPSite(self._runner, cfg.bind_address, cfg.port, ssl_context=ssl_ctx, backlog=1024,
                            reuse_address=True, reuse_port=cfg.reuse_port or None)
         await site.start()
+        self._site = site
         if cfg.port == 0:
             server = site._server  # the bound port, for tests that ask for any free port
             assert server is not None
@@ -205,6 +206,14 @@ class APIServer:
         self.write_admin_kubeconfig(cfg.kubeconfig_path)
         self.started_at = time.time()
         log.info("API server listening on %s (started in %.2fs)", self.url, time.monotonic() - t0)
+
+    async def stop_listening(self) -> None:
+        """Stop accepting connections (API workers serve the port); open ones are served to the end."""
+        site = getattr(self, "_site", None)
+        if site is not None:
+            server = site._server
+            if server is not None:
+                server.close()  # the listening socket only: aiohttp's site.stop() would also end open requests
 
     async def stop(self) -> None:
         for part in reversed(self._ha):

@@ -1,11 +1,12 @@
 """API worker processes: `pyk8s server --api-workers N`.
 
 CPython runs one process's Python code on one core at a time, so one API server process
-tops out at one core however many the machine has. With N workers the main process serves
-its embedded store on `<data-dir>/store.sock` (storage/remote.py) and starts N-1 more
+tops out at one core however many the machine has. With N > 1 the main process serves its
+embedded store on `<data-dir>/store.sock` (storage/remote.py) and starts N
 `pyk8s server --api-worker` processes on the same port (SO_REUSEPORT: the kernel spreads
-new connections over them). Every process runs the whole request path; only the main one
-writes the database, bootstraps, compacts and runs controllers, scheduler and kubelet.
+new connections over them), then stops accepting connections itself. Workers run the whole
+request path; the main process writes the database, bootstraps, compacts and runs the
+controllers, scheduler and kubelet (their requests go to the workers like anyone's).
 Workers die with the main process (PR_SET_PDEATHSIG) and are restarted if they exit.
 """
 
@@ -69,6 +70,9 @@ class APIWorkers:
         for i in range(self.count):
             self._tasks.append(asyncio.create_task(self._keep(i, argv), name=f"api-worker-{i + 1}"))
         await self.wait_ready()
+        # The main process keeps the store, whose every write passes through its event loop: it
+        # stops answering requests itself so that loop never makes the workers' writes wait.
+        await self.server.stop_listening()
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
         """Until every worker listens (it says so on stdout), so the first requests already spread."""

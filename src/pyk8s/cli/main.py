@@ -48,7 +48,8 @@ def _server_parser(sub: Any) -> None:
                    help="seconds a dead API server stays in the kubernetes endpoints (default 15; "
                         "renewed every 2/3 of it)")
     p.add_argument("--api-workers", type=int, default=1, metavar="N",
-                   help="API server processes sharing the port (default 1); more use more cores for requests")
+                   help="processes answering API requests on the port (default 1: this one); with more, "
+                        "this process keeps the store and components and N workers answer, using more cores")
     p.add_argument("--api-worker", action="store_true", help=argparse.SUPPRESS)  # one of those, started by the main one
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
     p.add_argument("--disable", action="append", default=[],
@@ -166,7 +167,7 @@ async def _server(args: Any) -> int:
     if args.api_workers > 1:
         from ..apiserver.workers import APIWorkers
 
-        workers = APIWorkers(server, args, args.api_workers - 1)
+        workers = APIWorkers(server, args, args.api_workers)
         await workers.start()
     components: list[Any] = []
     try:
