@@ -70,7 +70,7 @@ def test_workers_serve_and_reads_follow_writes(cluster):
         if i % 10 == 0:
             names = {o["metadata"]["name"] for o in raw_request(c, "GET", CM).json()["items"]}
             assert f"c{i}" in names
-    used = [_cpu(w) - b for w, b in zip(workers, before)]
+    used = [_cpu(w) - b for w, b in zip(workers, before, strict=True)]
     assert min(used) > 0.2, f"a worker served (almost) none of the requests: CPU seconds {used}"
     # refusals come back in Kubernetes form from either process
     for _ in range(6):
