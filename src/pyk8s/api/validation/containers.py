@@ -109,17 +109,19 @@ def _env(env: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for i, ev in enumerate(_l(env)):
         ev = _d(ev)
-        p = index(path, i)
+        # paths are spelled out (`<path>[i].name`) and built only where an error needs one
         name = ev.get("name") or ""
         if not name:
-            errs.append(required(child(p, "name")))
+            errs.append(required(f"{path}[{i}].name"))
         else:
-            errs += [invalid(child(p, "name"), name, m) for m in is_relaxed_env_var_name(name)]
+            msgs = is_relaxed_env_var_name(name)
+            if msgs:
+                errs += [invalid(f"{path}[{i}].name", name, m) for m in msgs]
         vf = ev.get("valueFrom")
         if vf is None:
             continue
         vf = _d(vf)
-        vp = child(p, "valueFrom")
+        vp = f"{path}[{i}].valueFrom"
         n = 0
         if vf.get("fieldRef") is not None:
             n += 1
@@ -174,21 +176,22 @@ def _volume_mounts(ctr: V, devices: dict[str, str], volumes: dict[str, V], path:
     privileged = _d(ctr.get("securityContext")).get("privileged") is True
     for i, m in enumerate(_l(ctr.get("volumeMounts"))):
         m = _d(m)
-        p = index(path, i)
+        p = f"{path}[{i}]"
         name, mp = _s(m.get("name")), _s(m.get("mountPath"))
         if not name:
-            errs.append(required(child(p, "name")))
+            errs.append(required(f"{p}.name"))
         if name not in volumes:
-            errs.append(not_found(child(p, "name"), name))
+            errs.append(not_found(f"{p}.name", name))
         if not mp:
-            errs.append(required(child(p, "mountPath")))
+            errs.append(required(f"{p}.mountPath"))
         if mp in mount_points:
-            errs.append(invalid(child(p, "mountPath"), mp, "must be unique"))
+            errs.append(invalid(f"{p}.mountPath", mp, "must be unique"))
         mount_points.add(mp)
-        if name in devices:
-            errs.append(invalid(child(p, "name"), name, "must not already exist in volumeDevices"))
-        if mp in devices.values():
-            errs.append(invalid(child(p, "mountPath"), mp, "must not already exist as a path in volumeDevices"))
+        if devices:  # (volumeDevices are rare)
+            if name in devices:
+                errs.append(invalid(f"{p}.name", name, "must not already exist in volumeDevices"))
+            if mp in devices.values():
+                errs.append(invalid(f"{p}.mountPath", mp, "must not already exist as a path in volumeDevices"))
         if name in volumes and volumes[name].get("image") is not None:
             if m.get("subPath"):
                 errs.append(invalid(child(p, "subPath"), m["subPath"], "not allowed in image volume sources"))

@@ -484,8 +484,11 @@ def _pod_annotations(annotations: Any, spec: V, path: str) -> list[FieldError]:
             errs.append(invalid(key(path, DELETION_COST_ANNOTATION), v, "must be a 32bit integer"))
     if SECCOMP_POD_ANNOTATION in ann:
         errs += _seccomp_profile_annotation(ann[SECCOMP_POD_ANNOTATION], child(path, SECCOMP_POD_ANNOTATION))
+    per_container = [k for k in ann if k.startswith(SECCOMP_CONTAINER_PREFIX) or k.startswith(APPARMOR_PREFIX)]
+    if not per_container:
+        return errs  # (almost every pod)
     names = {_s(c.get("name")) for c, _ in _all_containers(spec, "spec")}
-    for k in sorted(ann):
+    for k in sorted(per_container):
         if k.startswith(SECCOMP_CONTAINER_PREFIX):
             errs += _seccomp_profile_annotation(ann[k], child(path, k))
         if k.startswith(APPARMOR_PREFIX):
