@@ -114,11 +114,18 @@ def _per_call(fn: Callable[[], Any], n: int) -> float:
     fn()
     best = float("inf")
     for _ in range(7):  # best of seven: the machine is shared
-        t = time.perf_counter()
+        t = time.thread_time()  # CPU time: other processes on a shared machine do not count
         for _ in range(n):
             fn()
-        best = min(best, (time.perf_counter() - t) / n * 1e6)
+        best = min(best, (time.thread_time() - t) / n * 1e6)
     return best
+
+
+def _strict_check(strict: Any, group: str, version: str, kind: str, obj: dict[str, Any]) -> Any:
+    """What the API server's fieldcheck runs (the two separate walks on trees before check_fields)."""
+    if hasattr(strict, "check_fields"):
+        return strict.check_fields(group, version, kind, obj)
+    return strict.type_errors(group, version, kind, obj), strict.unknown_fields(group, version, kind, obj)
 
 
 def measure(name: str, obj: dict[str, Any], group: str, version: str, n: int) -> None:
@@ -137,8 +144,7 @@ def measure(name: str, obj: dict[str, Any], group: str, version: str, n: int) ->
     assert not VALIDATORS[gk](orjson.loads(validated)), VALIDATORS[gk](orjson.loads(validated))
 
     decode = _per_call(lambda: orjson.loads(body), n)
-    strict_us = _per_call(lambda: (strict.type_errors(group, version, kind, obj),
-                                   strict.unknown_fields(group, version, kind, obj)), n)
+    strict_us = _per_call(lambda: _strict_check(strict, group, version, kind, obj), n)
     default_us = _per_call(lambda: DEFAULTERS[gk](orjson.loads(body)), n) - decode
     decode_v = _per_call(lambda: orjson.loads(validated), n)
     validate_us = _per_call(lambda: VALIDATORS[gk](orjson.loads(validated)), n) - decode_v
