@@ -205,8 +205,10 @@ async def _api_worker(server: Any) -> int:
     print("pyk8s api worker ready", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    # Ctrl-C reaches the whole process group: the main server stops its workers itself, after its
+    # components (which may still be writing through them)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
     server.store.on_lost = stop.set  # the main server went away: so does its worker
     await stop.wait()
     await server.stop()
