@@ -259,9 +259,11 @@ def main() -> None:
         import resource  # noqa: F401
 
         try:
-            with open(f"/proc/{c.proc.pid}/status") as f:
-                rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
-            row("server RSS after the run", rss / 1024, "MiB")
+            rss = 0
+            for pid in [c.proc.pid, *api_worker_pids(c.proc.pid)]:
+                with open(f"/proc/{pid}/status") as f:
+                    rss += next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
+            row("server RSS after the run (with API workers)", rss / 1024, "MiB")
         except Exception:
             pass
     finally:
