@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
-import uuid
 from typing import Any
 
 from ..api.timefmt import format_time
@@ -46,7 +46,12 @@ def rfc3339_at(ts: float) -> str:
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID string, as uuid.uuid4() gives, at a third of its cost (every create)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40  # version 4
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def generate_name(base: str) -> str:
