@@ -93,6 +93,15 @@ def _general_same(a: object, b: object) -> bool:
     return False  # never skip: the whole tree is compared as before the shortcut
 
 
+def _general_cmp_map_items(lv: dict, rv: dict, t, A, M, R) -> None:  # type: ignore[no-untyped-def]
+    """compare's map walk without shortcuts: every member through _cmp_node."""
+    for key, lchild in lv.items():
+        _typed._cmp_node(lchild, rv.get(key, _typed.MISSING), _typed._field_type(t, key)[0], ("f", key), A, M, R)
+    for key, rchild in rv.items():
+        if key not in lv:
+            _typed._cmp_node(_typed.MISSING, rchild, _typed._field_type(t, key)[0], ("f", key), A, M, R)
+
+
 def _entries(old: dict | None, new: dict, manager: str, sub: str, now: str) -> object:
     return managed_fields_entries(old, new, manager, "Update", new["apiVersion"], now, kind=new["kind"],
                                   subresource=sub)
@@ -106,6 +115,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, fn):  # type: ignore[no-untyped-def]
     fast = fn()
     with monkeypatch.context() as m:
         m.setattr(_typed, "_same", _general_same)
+        m.setattr(_typed, "_cmp_map_items", _general_cmp_map_items)
         m.setattr(apply, "_fields_v1", lambda vs: vs.set.to_fields_v1())  # no FieldsV1 reused
         m.setattr(apply, "_decode_set", lambda raw: (FieldSet.from_fields_v1(raw), None))  # nor sets
         general = fn()
@@ -137,6 +147,7 @@ def test_fast_path_matches_general_path(seed: int, monkeypatch: pytest.MonkeyPat
         a1, m1, r1 = _typed.compare(obj, new, _typed_type(new))
         with monkeypatch.context() as m:
             m.setattr(_typed, "_same", _general_same)
+            m.setattr(_typed, "_cmp_map_items", _general_cmp_map_items)
             a2, m2, r2 = _typed.compare(obj, new, _typed_type(new))
         for x, y in ((a1, a2), (m1, m2), (r1, r2)):
             assert x.to_fields_v1() == y.to_fields_v1()

@@ -384,7 +384,8 @@ def _same(a: Any, b: Any) -> bool:
                 return True
         except TypeError:  # not JSON orjson writes (ints beyond 64 bits, non-string keys)
             pass
-    return _same_walk(a, b)
+        return _same_walk(a, b)
+    return a == b
 
 
 def _same_walk(a: Any, b: Any) -> bool:
@@ -413,8 +414,14 @@ def _cmp_map_items(lv: dict[str, Any], rv: dict[str, Any], t: TypeNode | None, A
                    R: FieldSet) -> None:
     for key, lchild in lv.items():
         rchild = rv.get(key, MISSING)
-        if rchild is not MISSING and lchild == rchild and _same(lchild, rchild):
-            continue  # unchanged subtree: nothing added, modified or removed below it
+        if rchild is not MISSING:
+            if lchild == rchild and _same(lchild, rchild):
+                continue  # unchanged subtree: nothing added, modified or removed below it
+            if not isinstance(lchild, (dict, list)) and not isinstance(rchild, (dict, list)):
+                # two scalars or nulls (a heartbeat's timestamps): a leaf under any type
+                if not go_equal(lchild, rchild):
+                    M.members.add(("f", key))
+                continue
         ft, _ = _field_type(t, key)
         _cmp_node(lchild, rchild, ft, ("f", key), A, M, R)
     for key, rchild in rv.items():
