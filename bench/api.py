@@ -113,18 +113,21 @@ async def run(url: str, ssl_ctx: object, ceiling: float, server_pid: int, kubeco
         row("client CPU per pod create", client_cpu / N_PODS * 1e6, "us")
 
         gl: list[float] = []
-        it = iter(range(min(N_PODS, 5000)))
+        gets = iter([raw.build("GET", f"{base}/pods/p{i:05d}") for i in range(min(N_PODS, 5000))])
+        conns = [await raw.connect() for _ in range(CONCURRENCY)]
 
-        async def getter() -> None:
-            for i in it:
+        async def getter(c: Any) -> None:
+            for req in gets:
                 t = time.perf_counter()
-                async with s.get(f"{base}/pods/p{i:05d}") as r:
-                    await r.read()
+                status, body = await c.roundtrip(req)
+                assert status == 200, body
                 gl.append(time.perf_counter() - t)
 
         t0 = time.perf_counter()
-        await asyncio.gather(*(getter() for _ in range(CONCURRENCY)))
+        await asyncio.gather(*(getter(c) for c in conns))
         row("pod gets", len(gl) / (time.perf_counter() - t0), "/s")
+        for c in conns:
+            c.transport.close()
 
         times = []
         for _ in range(5):
@@ -233,13 +236,21 @@ def main() -> None:
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    per_row, batched = sqlite_ceiling()
+    row("SQLite raw inserts, one fsync'd commit each", per_row, "/s")
+    row("SQLite raw inserts, one transaction", batched, "/s")
+    # BENCH_API_WORKERS: the server modes to measure, one run each: 1 is one process answering
+    # everything; N > 1 is `pyk8s server --api-workers N` (N worker processes, the main one
+    # keeping the store). Default: both 1 and 2, the two ways to run on this 2-core machine.
+    for workers in [int(w) for w in os.environ.get("BENCH_API_WORKERS", "1,2").split(",") if w.strip()]:
+        run_server(workers, per_row)
+
+
+def run_server(workers: int, ceiling: float) -> None:
     from tests.cluster import Cluster
 
     from pyk8s.apiserver.kubeconfig import load_kubeconfig
 
-    per_row, batched = sqlite_ceiling()
-    row("SQLite raw inserts, one fsync'd commit each", per_row, "/s")
-    row("SQLite raw inserts, one transaction", batched, "/s")
     d = tempfile.mkdtemp(prefix="pyk8s-bench-")
     # BENCH_PROFILE=<file>: cProfile of the server's event loop (see handlers._profile_from_env)
     env = {"PYK8S_PROFILE": os.environ["BENCH_PROFILE"]} if os.environ.get("BENCH_PROFILE") else {}
@@ -247,17 +258,15 @@ def main() -> None:
     # scheduler and controllers in the same process, and with no nodes the scheduler's retries
     # of 10k unschedulable pods would be measured too. BENCH_SERVER_ARGS="" runs everything.
     args = os.environ.get("BENCH_SERVER_ARGS", "--disable scheduler --disable controller-manager").split()
-    workers = int(os.environ.get("BENCH_API_WORKERS", "1"))  # API processes: pyk8s server --api-workers
     args += ["--api-workers", str(workers)]
-    print(f"  server: {workers} API process{'es' if workers > 1 else ''} (BENCH_API_WORKERS); "
-          "server CPU counts all of them")
+    print(f"  -- server with --api-workers {workers}: "
+          + ("one process answers everything" if workers == 1 else
+             f"{workers} worker processes answer, the main one keeps the store; server CPU counts all"))
     c = Cluster(d, extra_args=args, env=env).start()
     try:
         kc = load_kubeconfig(c.kubeconfig)
         assert c.proc is not None
-        asyncio.run(run(c.url, kc.ssl_client_context(), per_row, c.proc.pid, c.kubeconfig))
-        import resource  # noqa: F401
-
+        asyncio.run(run(c.url, kc.ssl_client_context(), ceiling, c.proc.pid, c.kubeconfig))
         try:
             rss = 0
             for pid in [c.proc.pid, *api_worker_pids(c.proc.pid)]:
@@ -268,7 +277,6 @@ def main() -> None:
             pass
     finally:
         c.stop()
-
 
 if __name__ == "__main__":
     main()
