@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from pyk8s.api.errors import StatusError
@@ -92,6 +93,20 @@ def go_json(v: Any, sort_keys: bool = True) -> str:
     """Compact JSON as Go's encoding/json writes it (map keys sorted)."""
     text = json.dumps(_normalise_floats(v), separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
     return text.translate(_HTML_ESCAPES)
+
+
+# A string Go writes between quotes as it is: no quote, backslash, control character, HTML
+# character or U+2028/U+2029 to escape, no lone surrogate.
+_PLAIN_STRING = re.compile(r'[^"\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]*')
+
+
+def go_json_plain(v: str | int) -> str:
+    """go_json of a string or an int (exact types), without json.dumps for the usual strings."""
+    if type(v) is str and _PLAIN_STRING.fullmatch(v) is not None:
+        return '"' + v + '"'
+    if type(v) is int:
+        return str(v)
+    return go_json(v)
 
 
 # ---------------------------------------------------------------------------------------------

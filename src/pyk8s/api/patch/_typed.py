@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ._common import go_equal, go_json, go_type_name, go_v
+from ._common import go_equal, go_json, go_json_plain, go_type_name, go_v
 from ._schema import DEDUCED, LIST, MAP, SCALAR, TypeNode
 from .fieldpath import PE, FieldSet, _pe_fields_key, _pe_rank, path_string
 
@@ -113,13 +113,15 @@ def item_pe(t: TypeNode | None, item: Any) -> PE:
 @functools.lru_cache(maxsize=65536)
 def _plain_key_pe(pairs: tuple[tuple[str, str | int], ...]) -> PE:
     """key_pe of key fields whose values are all strings or ints (exact types, so no bool or
-    float shares a cache entry with an int)."""
-    return ("k", go_json(dict(pairs), sort_keys=True))
+    float shares a cache entry with an int). Written without json.dumps: keys that are new
+    each time (every pod's kube-api-access-<random> volume) miss the memo."""
+    fields = sorted(dict(pairs).items())
+    return ("k", "{" + ",".join(go_json_plain(k) + ":" + go_json_plain(v) for k, v in fields) + "}")
 
 
 @functools.lru_cache(maxsize=65536)
 def _str_value_pe(item: str) -> PE:
-    return ("v", go_json(item, sort_keys=True))
+    return ("v", go_json_plain(item))
 
 
 def _index_items(t: TypeNode, items: list[Any], strict: bool, path: tuple[PE, ...],
