@@ -573,20 +573,19 @@ def changed_map_fields_v1(lv: dict[str, Any], rv: dict[str, Any], t: TypeNode | 
                           skip: Any = ()) -> dict[str, Any] | None:
     """changed_fields_v1 of the members of two maps (as _cmp_map_items; compare's root),
     leaving out the keys in `skip`."""
-    found: dict[str, dict[str, Any]] = {}
-    for key, rchild in rv.items():
+    out: dict[str, dict[str, Any]] = {}
+    for key in sorted(rv):  # members only on the left are removed
         if key in skip:
             continue
+        rchild = rv[key]
         lchild = lv.get(key, MISSING)
         if lchild is MISSING:
-            found[key] = added_fields_v1(rchild, _child_type(t, key)) if isinstance(rchild, (dict, list)) else {}
+            out["f:" + key] = added_fields_v1(rchild, _child_type(t, key)) if isinstance(rchild, (dict, list)) else {}
         elif not (lchild == rchild and _same(lchild, rchild)):
             sub = changed_fields_v1(lchild, rchild, _child_type(t, key))
             if sub is not None:
-                found[key] = sub
-    if not found:
-        return None
-    return {"f:" + key: found[key] for key in sorted(found)}
+                out["f:" + key] = sub
+    return out or None
 
 
 # ---------------------------------------------------------------------------------------------
