@@ -60,7 +60,9 @@ def test_node_registration_status_and_lease(env):
     assert {a["type"] for a in st["addresses"]} == {"InternalIP", "Hostname"}
     assert any("docker.io/library/busybox:e2e" in i["names"] for i in st["images"])
     assert not any(t["key"] == "node.kubernetes.io/not-ready" for t in n["spec"].get("taints") or [])
-    lease = env.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{env.node}")
+    # the Lease is written after the Node's status: absent for a moment on a loaded machine
+    lease = env.wait(lambda: env.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{env.node}"),
+                     30, "node Lease")
     assert lease["spec"]["holderIdentity"] == env.node and lease["spec"]["leaseDurationSeconds"] == 40
     assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
     env.first_renew = lease["spec"]["renewTime"]  # checked to have moved on in the last test

@@ -42,6 +42,12 @@ class PLEG:
             self.containers.setdefault(uid, set()).add(container_id)
             self._states.setdefault(container_id, (uid, "created"))
 
+    def seen(self, uid: str, container_id: str, state: str) -> None:
+        """The pod's worker has read this container's state itself (and acted on it): no wake-up for that change.
+        Spares each new pod a second full sync a second after its containers start."""
+        if container_id in self._states:
+            self._states[container_id] = (uid, state)
+
     def forget(self, uid: str) -> None:
         self.sandboxes.pop(uid, None)
         for cid in self.containers.pop(uid, set()):

@@ -361,6 +361,8 @@ class PodWorker:
         """Re-read the pod's containers from the runtime into the view."""
         by_name: dict[str, list[ContainerStatus]] = {}
         for st in await self._statuses():
+            if st.state == RUNNING:
+                self.kl.pleg.seen(self.uid, st.id, st.state)  # (an exit still wakes the worker: it restarts containers)
             if st.state == EXITED:
                 if st.id not in self._messages:
                     self._messages[st.id] = st.message or termination_message(st.annotations, st.exit_code, st.log_path)
@@ -547,7 +549,7 @@ class PodWorker:
             envd = dict(env)
             mounts = kl.volumes.container_mounts(self.pod, c, self.mounted, envd)
             attempt = self._max_attempt[name] + 1 if name in self._max_attempt else 0
-            term = kl.volumes.termination_log(self.uid, name)
+            term = await asyncio.to_thread(kl.volumes.termination_log, self.uid, name)  # (mkdir, create: off the loop)
             cfg = container_config(self.pod, c, c.get("image") or img.id, env, expand_list(list(c.get("command") or []), envd),
                                    expand_list(list(c.get("args") or []), envd), mounts, attempt, term,
                                    kl.seccomp_root, kl.memory_capacity)

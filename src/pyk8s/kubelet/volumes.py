@@ -13,6 +13,7 @@ Secret, label and token changes into running pods.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import os
@@ -273,7 +274,9 @@ class VolumeManager:
     async def setup(self, pod: dict[str, Any]) -> tuple[dict[str, MountedVolume], list[tuple[str, str]]]:
         """Set up (or refresh) every volume. Returns the mounted volumes and (volume name, error) failures."""
         uid = pod["metadata"]["uid"]
-        os.makedirs(os.path.join(self.root, uid, "volumes"), exist_ok=True)
+        vols = os.path.join(self.root, uid, "volumes")
+        if not os.path.isdir(vols):  # (a stat: cheaper than the mkdir that fails on every resync)
+            os.makedirs(vols, exist_ok=True)
         out: dict[str, MountedVolume] = {}
         errors: list[tuple[str, str]] = []
         for v in (pod.get("spec") or {}).get("volumes") or []:
@@ -312,26 +315,22 @@ class VolumeManager:
         if "configMap" in v:
             src = v["configMap"]
             payload = await self._configmap_payload(pod, src, int(src.get("defaultMode", 0o644)))
-            d = self._vol_dir(uid, CONFIGMAP, name)
-            write_atomic(d, payload, gid)
+            d = await asyncio.to_thread(self._publish, uid, CONFIGMAP, name, payload, gid, False)
             return MountedVolume(name, d, True, "configMap")
         if "secret" in v:
             src = v["secret"]
             payload = await self._secret_payload(pod, src, src.get("secretName", ""), int(src.get("defaultMode", 0o644)))
-            d = self._tmpfs_dir(uid, SECRET, name)
-            write_atomic(d, payload, gid)
+            d = await asyncio.to_thread(self._publish, uid, SECRET, name, payload, gid)
             return MountedVolume(name, d, True, "secret")
         if "downwardAPI" in v:
             src = v["downwardAPI"]
             payload = downward_payload(pod, src.get("items") or [], int(src.get("defaultMode", 0o644)), self.allocatable())
-            d = self._tmpfs_dir(uid, DOWNWARD, name)
-            write_atomic(d, payload, gid)
+            d = await asyncio.to_thread(self._publish, uid, DOWNWARD, name, payload, gid)
             return MountedVolume(name, d, True, "downwardAPI")
         if "projected" in v:
             src = v["projected"]
             payload = await self._projected_payload(pod, src)
-            d = self._tmpfs_dir(uid, PROJECTED, name)
-            write_atomic(d, payload, gid)
+            d = await asyncio.to_thread(self._publish, uid, PROJECTED, name, payload, gid)
             return MountedVolume(name, d, True, "projected")
         if "persistentVolumeClaim" in v or "ephemeral" in v:
             if "ephemeral" in v:
@@ -342,6 +341,14 @@ class VolumeManager:
             return MountedVolume(name, path, ro, "persistentVolumeClaim")
         kinds = [k for k in v if k != "name"]
         raise VolumeError(f"volume plugin {kinds[0] if kinds else '?'} is not supported by this kubelet")
+
+    def _publish(self, uid: str, plugin: str, name: str, payload: dict[str, tuple[bytes, int]], gid: int | None,
+                 tmpfs: bool = True) -> str:
+        """The volume's directory (a tmpfs unless it holds ConfigMap data) showing exactly `payload`. Called on a
+        worker thread: a dozen file system calls that the event loop would otherwise wait out."""
+        d = self._tmpfs_dir(uid, plugin, name) if tmpfs else self._vol_dir(uid, plugin, name)
+        write_atomic(d, payload, gid)
+        return d
 
     def _tmpfs_dir(self, uid: str, plugin: str, name: str) -> str:
         d = self._vol_dir(uid, plugin, name)

@@ -137,6 +137,8 @@ class RuncRuntime(ContainerRuntime):
         self._can_lower_oom, self._own_oom = _can_lower_oom_score()
         self._oom_warned = False
         self._meta_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+        self._configs: dict[str, ContainerConfig] = {}  # container id -> its config, as in meta.json
+        self._pids: dict[tuple[str, str], int] = {}  # (container id, "shim.pid"|"init.pid") -> pid
         self._locks: dict[str, asyncio.Lock] = {}
         self.shims = ShimLauncher(os.path.join(self.root, "shim-zygote.log"))
 
@@ -346,7 +348,7 @@ class RuncRuntime(ContainerRuntime):
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            self._meta_cache.pop(container_id, None)
+            self._forget(container_id)
             return None
         hit = self._meta_cache.get(container_id)
         if hit is not None and hit[0] == (st.st_mtime_ns, st.st_size, st.st_ino):
@@ -356,6 +358,13 @@ class RuncRuntime(ContainerRuntime):
             self._meta_cache[container_id] = ((st.st_mtime_ns, st.st_size, st.st_ino), doc)
             return dict(doc)
         return None
+
+    def _forget(self, cid: str) -> None:
+        """Drop what is remembered of a container that is gone."""
+        self._meta_cache.pop(cid, None)
+        self._configs.pop(cid, None)
+        for name in ("shim.pid", "init.pid"):
+            self._pids.pop((cid, name), None)
 
     def _load_meta(self, container_id: str) -> dict[str, Any]:
         doc = self._read_meta(container_id)
@@ -439,7 +448,7 @@ class RuncRuntime(ContainerRuntime):
         with contextlib.suppress(OSError):
             sbx.umount(os.path.join(d, "rootfs"))
         await asyncio.to_thread(shutil.rmtree, d, True)
-        self._meta_cache.pop(cid, None)
+        self._forget(cid)
         self.images.remove_lease(cid)
 
     async def start_container(self, container_id: str) -> None:
@@ -457,7 +466,7 @@ class RuncRuntime(ContainerRuntime):
             started = time.time()
             await self._spawn_shim(meta, start=True)  # `runc run --detach`: created and started in one runc call
         meta["started_at"] = started
-        _write_json(os.path.join(d, "meta.json"), meta)
+        await asyncio.to_thread(_write_json, os.path.join(d, "meta.json"), meta)
 
     async def _spawn_shim(self, meta: dict[str, Any], start: bool = False) -> None:
         cid = meta["id"]
@@ -538,7 +547,9 @@ class RuncRuntime(ContainerRuntime):
     def _status(self, meta: dict[str, Any]) -> ContainerStatus:
         cid = meta["id"]
         d = self._c_path(cid)
-        config = container_config_from_dict(meta["config"])
+        config = self._configs.get(cid)
+        if config is None:  # fixed at creation: parsed once (PLEG asks for every live container every second)
+            config = self._configs[cid] = container_config_from_dict(meta["config"])
         st = ContainerStatus(id=cid, sandbox_id=meta["sandbox_id"], name=config.name, state=CREATED,
                              image=config.image, image_id=meta["image_id"], created_at=meta["created_at"],
                              started_at=meta.get("started_at", 0.0), log_path=meta["log_path"], attempt=config.attempt,
@@ -555,10 +566,10 @@ class RuncRuntime(ContainerRuntime):
                 st.reason = "StartError"
             st.message = ex.get("message", "")
             return st
-        shim_pid = _int_file(os.path.join(d, "shim.pid"))
+        shim_pid = self._pid_file(cid, "shim.pid")
         if not shim_pid:
             return st  # created, never started
-        st.pid = _int_file(os.path.join(d, "init.pid"))
+        st.pid = self._pid_file(cid, "init.pid")
         if not _pid_alive(shim_pid, cid):
             # the shim died without recording an exit (crash, or killed): the container's fate is unknown
             st.state = EXITED if not (st.pid and os.path.exists(f"/proc/{st.pid}")) else UNKNOWN
@@ -566,6 +577,15 @@ class RuncRuntime(ContainerRuntime):
             return st
         st.state = RUNNING if st.started_at else CREATED
         return st
+
+    def _pid_file(self, cid: str, name: str) -> int:
+        """shim.pid or init.pid of a container: each is written once, so read until known, then remembered."""
+        pid = self._pids.get((cid, name), 0)
+        if not pid:
+            pid = _int_file(self._c_path(cid, name))
+            if pid:
+                self._pids[(cid, name)] = pid
+        return pid
 
     async def container_status(self, container_id: str) -> ContainerStatus:
         return self._status(self._load_meta(container_id))

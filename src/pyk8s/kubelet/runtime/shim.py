@@ -463,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         receiver = threading.Thread(target=receive, daemon=True)
         receiver.start()
     ready = a.ready_fd
+    # before runc: `runc run` starts the container, which may be OOM-killed before runc even returns (the container's
+    # cgroup is new, so this is normally 0)
+    oom_before = oom_kills(a.cgroup_path) if a.cgroup_path else 0
     if a.exec_json:
         import json
 
@@ -521,7 +524,6 @@ def main(argv: list[str] | None = None) -> int:
     pumps = [threading.Thread(target=pump, args=(fd, s, log, attach, close), daemon=True) for fd, s, close in sources]
     for t in pumps:
         t.start()
-    oom_before = oom_kills(a.cgroup_path) if a.cgroup_path else 0
     os.write(ready, b'{"pid": %d, "shim_pid": %d}' % (init_pid, os.getpid()))
     os.close(ready)
 
