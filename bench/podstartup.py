@@ -7,14 +7,14 @@ scheduler) and one `pyk8s agent` (the kubelet, runc, CNI bridge) on this machine
 process creates BENCH_PODSTARTUP_PODS (default 100) busybox pods at once and watches.
 Also reported: the kubelet process's memory per running pod, and the per-container shims'.
 
-Figures (2026-11-25, 2 shared cores, load average 13-22 from other work; before = 7de4fe4, after
-= the start-path work of f7afb58/023b9cf, run back to back): p50/p99 22.3/39.5 s -> 17.5/27.8 s
-and 20.8/37.7 s -> 19.5/30.2 s; kubelet CPU for the 100 starts 14.4 s -> 8.5-9.6 s. At load ~7:
-9.1/14.6 s. Where a pod's time goes now (the agent's "Observed pod startup duration" lines):
-mostly the wait for one of the 16 start slots, then ~0.3-1.5 s each for the sandbox (one CNI
-bridge exec) and the container (shim start + `runc run`). The kubelet process itself is busy
-~60% of the run at low load, so the next step is its CPU per pod (~90 ms incl. the programs it
-waits for), then the API server: creating the 100 pods takes 3.2-3.6 s from the client.
+Figures (2026-11-26, 2 shared cores, load average ~14 from other work; before = 1142b4d, after = the
+shim zygote and off-loop file work of 3abd410..352f542, three pairs run alternately): p99 29.0/26.8/25.2 s
+-> 15.0/18.1/19.3 s, p50 19.1/14.9/16.0 s -> 9.4/12.0/12.4 s; node CPU (agent + shims + runc + CNI, the
+figure load skews least) 13.8/15.1/15.0 s -> 8.9/9.6/10.1 s, i.e. ~145 -> ~95 ms per pod. Where the
+~95 ms go now: `runc run` ~30 ms (its Go start and runc init), the CNI bridge + host-local execs ~20 ms,
+the kubelet's own Python ~40 ms (API writes: TokenRequest, 3 Events, 1 status patch per pod; sync logic).
+Wall time is still mostly the wait for one of the 16 start slots: the run is CPU-bound on 2 cores, so
+p99 is the whole burst's CPU (node + server ~3 s) over what the machine spares.
 """
 
 from __future__ import annotations
