@@ -17,6 +17,7 @@ import aiohttp
 import orjson
 
 from ..api.errors import StatusError
+from .http1 import ConnectionPool
 
 log = logging.getLogger("pyk8s.client")
 
@@ -79,7 +80,8 @@ class Client:
             self.headers["Authorization"] = f"Bearer {token}"
         self.pool_size = pool_size
         self.timeout = timeout
-        self._session: aiohttp.ClientSession | None = None
+        self._session: aiohttp.ClientSession | None = None  # watches and other streams
+        self._pools: dict[str, ConnectionPool] = {}  # request/response calls, per server
 
     @property
     def server(self) -> str:
@@ -112,7 +114,16 @@ class Client:
                                                   json_serialize=lambda o: orjson.dumps(o).decode())
         return self._session
 
+    def _pool(self, server: str) -> ConnectionPool:
+        pool = self._pools.get(server)
+        if pool is None:
+            pool = self._pools[server] = ConnectionPool(server, self.ssl_context, self.headers, self.pool_size)
+        return pool
+
     async def close(self) -> None:
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -124,7 +135,6 @@ class Client:
         if params:
             query = "?" + urlencode({k: v for k, v in params.items() if v is not None})
         data = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
-        headers = {"Content-Type": content_type} if data is not None else None
         delay = 0.2
         several = len(self.servers) > 1
         # with several servers, every one gets `retries + 1` chances before the error surfaces
@@ -132,16 +142,15 @@ class Client:
         for attempt in range(attempts):
             server = self.server
             try:
-                async with self.session.request(method, server + path + query, data=data, headers=headers,
-                                                timeout=aiohttp.ClientTimeout(total=self.timeout)) as r:
-                    raw = await r.read()
-                    if r.status >= 400:
-                        if several and r.status in UNAVAILABLE and attempt < attempts - 1:
-                            self.failover(server)
-                            if method == "GET":
-                                continue
-                        raise _status_error(r.status, raw)
-                    return orjson.loads(raw) if raw else None
+                status, raw = await self._pool(server).request(method, path + query, data, content_type,
+                                                               self.timeout)
+                if status >= 400:
+                    if several and status in UNAVAILABLE and attempt < attempts - 1:
+                        self.failover(server)
+                        if method == "GET":
+                            continue
+                    raise _status_error(status, raw)
+                return orjson.loads(raw) if raw else None
             except (TimeoutError, aiohttp.ClientConnectionError) as e:
                 if attempt == attempts - 1:
                     raise StatusError(503, "ServiceUnavailable", f"cannot reach the API server: {e}") from e
