@@ -34,7 +34,7 @@ _F = TypeVar("_F", bound=Callable[..., list[str]])
 
 # Checks are pure functions of short strings that repeat across requests (names, label
 # keys, ...), so each remembers its answers; a bounded table, emptied when full.
-_MEMO_MAX = 4096
+_MEMO_MAX = 2048  # entries per check
 _MEMO_KEY_MAX = 256  # longer values are checked afresh rather than kept
 
 
