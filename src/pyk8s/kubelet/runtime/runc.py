@@ -71,6 +71,25 @@ def _read_json(path: str) -> Any:
         return None
 
 
+def _read_cached(cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]], key: str,
+                 path: str) -> dict[str, Any] | None:
+    """A JSON state file, parsed again only when a stat shows a new version (writes replace the file); None when
+    it is gone. Returns a shallow copy."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    version = (st.st_mtime_ns, st.st_size, st.st_ino)
+    hit = cache.get(key)
+    if hit is not None and hit[0] == version:
+        return dict(hit[1])
+    doc = _read_json(path)
+    if doc is None:
+        return None
+    cache[key] = (version, doc)
+    return dict(doc)
+
+
 def _write_json(path: str, doc: Any) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -137,6 +156,7 @@ class RuncRuntime(ContainerRuntime):
         self._can_lower_oom, self._own_oom = _can_lower_oom_score()
         self._oom_warned = False
         self._meta_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+        self._sb_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
         self._configs: dict[str, ContainerConfig] = {}  # container id -> its config, as in meta.json
         self._pids: dict[tuple[str, str], int] = {}  # (container id, "shim.pid"|"init.pid") -> pid
         self._locks: dict[str, asyncio.Lock] = {}
@@ -171,10 +191,13 @@ class RuncRuntime(ContainerRuntime):
         return os.path.join(self.sandbox_dir, sandbox_id, *parts)
 
     def _load_sandbox(self, sandbox_id: str) -> dict[str, Any]:
-        doc = _read_json(self._sb_path(sandbox_id, "sandbox.json"))
+        """sandbox.json (a shallow copy: change it through _save_sandbox), parsed once per version of the file:
+        every sync of a pod asks for its sandbox's status."""
+        doc = _read_cached(self._sb_cache, sandbox_id, self._sb_path(sandbox_id, "sandbox.json"))
         if doc is None:
+            self._sb_cache.pop(sandbox_id, None)
             raise NotFound(f"pod sandbox {sandbox_id} not found")
-        return doc  # type: ignore[no-any-return]
+        return doc
 
     def _save_sandbox(self, doc: dict[str, Any]) -> None:
         _write_json(self._sb_path(doc["id"], "sandbox.json"), doc)
@@ -314,6 +337,7 @@ class RuncRuntime(ContainerRuntime):
             if not cgroups.remove_cgroup(doc["cgroup_parent"], self.cgroup_root):
                 log.warning("pod cgroup %s still busy", doc["cgroup_parent"])
             shutil.rmtree(self._sb_path(sandbox_id), ignore_errors=True)
+            self._sb_cache.pop(sandbox_id, None)
         self._locks.pop(sandbox_id, None)
 
     def _sandbox_status(self, doc: dict[str, Any]) -> SandboxStatus:
@@ -344,20 +368,10 @@ class RuncRuntime(ContainerRuntime):
     def _read_meta(self, container_id: str) -> dict[str, Any] | None:
         """meta.json, parsed once per version of the file (PLEG's relists and sandbox teardown read every
         container's: a stat instead of a parse each time)."""
-        path = self._c_path(container_id, "meta.json")
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
+        doc = _read_cached(self._meta_cache, container_id, self._c_path(container_id, "meta.json"))
+        if doc is None:
             self._forget(container_id)
-            return None
-        hit = self._meta_cache.get(container_id)
-        if hit is not None and hit[0] == (st.st_mtime_ns, st.st_size, st.st_ino):
-            return dict(hit[1])
-        doc = _read_json(path)
-        if doc is not None:
-            self._meta_cache[container_id] = ((st.st_mtime_ns, st.st_size, st.st_ino), doc)
-            return dict(doc)
-        return None
+        return doc
 
     def _forget(self, cid: str) -> None:
         """Drop what is remembered of a container that is gone."""
