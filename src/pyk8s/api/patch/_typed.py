@@ -417,8 +417,10 @@ def _cmp_map_items(lv: dict[str, Any], rv: dict[str, Any], t: TypeNode | None, A
     for key, lchild in lv.items():
         rchild = rv.get(key, MISSING)
         if rchild is not MISSING:
-            if lchild == rchild and _same(lchild, rchild):
-                continue  # unchanged subtree: nothing added, modified or removed below it
+            if lchild == rchild:
+                tl = type(lchild)
+                if tl is type(rchild) and ((tl is not dict and tl is not list) or _same(lchild, rchild)):
+                    continue  # unchanged (as _same, a scalar inline): nothing added, modified or removed
             if not isinstance(lchild, (dict, list)) and not isinstance(rchild, (dict, list)):
                 # two scalars or nulls (a heartbeat's timestamps): a leaf under any type
                 if not go_equal(lchild, rchild):
