@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import FieldError
-from .field import GoValue, child, forbidden, invalid, key, not_found, required
+from .field import GoValue, child, forbidden, invalid, not_found, required
 from .names import is_qualified_name
 from .quantity import Quantity, parse_quantity
 
@@ -49,12 +49,20 @@ def q(raw: Any) -> Quantity | None:
         return None
 
 
+def _quantity_or_error(raw: Any, path: str, errs: list[FieldError]) -> Quantity | None:
+    """quantity_errors, appending its error to errs (no tuple per resource on the usual success)."""
+    try:
+        return parse_quantity(raw)
+    except ValueError as e:
+        errs.append(invalid(path, raw if isinstance(raw, str) else str(raw), str(e)))
+        return None
+
+
 def quantity_errors(raw: Any, path: str) -> tuple[Quantity | None, list[FieldError]]:
     """Parse a wire quantity; malformed ones become an Invalid error (upstream rejects them at decode)."""
-    try:
-        return parse_quantity(raw), []
-    except ValueError as e:
-        return None, [invalid(path, raw if isinstance(raw, str) else str(raw), str(e))]
+    errs: list[FieldError] = []
+    qty = _quantity_or_error(raw, path, errs)
+    return qty, errs
 
 
 def is_native_resource(name: str) -> bool:
@@ -158,11 +166,10 @@ def validate_resource_requirements(res: Any, path: str, claim_names: set[str] | 
     # the standard container resources are valid names: skip checking the usual cpu/memory
     known = _STANDARD_CONTAINER if name_fn is validate_container_resource_name else frozenset()
     for name in sorted(limits):
-        p = key(lim_path, name)
+        p = f"{lim_path}[{name}]"
         if name not in known:
             errs += name_fn(name, p)
-        qty, qerrs = quantity_errors(limits[name], p)
-        errs += qerrs
+        qty = _quantity_or_error(limits[name], p, errs)
         if qty is None:
             continue
         lim_q[name] = qty
@@ -175,19 +182,19 @@ def validate_resource_requirements(res: Any, path: str, claim_names: set[str] | 
         if name in ("cpu", "memory"):
             lim_cpu_mem = True
     for name in sorted(requests):
-        p = key(req_path, name)
+        p = f"{req_path}[{name}]"
         if name not in known:
             errs += name_fn(name, p)
-        qty, qerrs = quantity_errors(requests[name], p)
-        errs += qerrs
+        qty = _quantity_or_error(requests[name], p, errs)
         if qty is None:
             continue
         errs += validate_resource_quantity_value(name, qty, p)
         lim = lim_q.get(name)
         if lim is not None:
-            if qty.cmp(lim) != 0 and not is_overcommit_allowed(name):
+            order = qty.cmp(lim)
+            if order != 0 and not is_overcommit_allowed(name):
                 errs.append(invalid(req_path, qty.canonical(), f"must be equal to {name} limit of {lim.canonical()}"))
-            elif qty.cmp(lim) > 0:
+            elif order > 0:
                 errs.append(invalid(req_path, qty.canonical(),
                                     f"must be less than or equal to {name} limit of {lim.canonical()}"))
         elif name not in limits and not is_overcommit_allowed(name):
