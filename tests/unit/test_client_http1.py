@@ -64,6 +64,10 @@ def test_content_length_chunked_and_keep_alive() -> None:
         assert await pool.request("GET", "/missing", None, None, 5) == (404, b"no!")
         assert len(conns) == 1  # one connection served all three
         pool.close()
+        unlimited = _pool(port, limit=0)  # 0: no limit, as aiohttp's connector
+        got = await asyncio.gather(*(unlimited.request("GET", "/missing", None, None, 5) for _ in range(5)))
+        assert got == [(404, b"no!")] * 5
+        unlimited.close()
         srv.close()
 
     asyncio.run(main())

@@ -147,7 +147,7 @@ class _Conn(asyncio.Protocol):
 
 
 class ConnectionPool:
-    """Keep-alive connections to one API server; at most `limit` open at once."""
+    """Keep-alive connections to one API server; at most `limit` open at once (0: no limit)."""
 
     def __init__(self, url: str, ssl_context: ssl.SSLContext | None, headers: dict[str, str], limit: int) -> None:
         u = urlsplit(url)
@@ -159,7 +159,10 @@ class ConnectionPool:
         fixed = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         self._fixed = f"Host: {host}:{self.port}\r\n{fixed}".encode()
         self._idle: deque[_Conn] = deque()
-        self._slots = asyncio.Semaphore(limit)
+        # limit 0 means no limit, as aiohttp's TCPConnector(limit=0) (the kubelet keeps a watch per
+        # referenced ConfigMap and Secret on its client)
+        self._slots: asyncio.Semaphore | contextlib.nullcontext[None] = (
+            asyncio.Semaphore(limit) if limit > 0 else contextlib.nullcontext())
 
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
