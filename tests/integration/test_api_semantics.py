@@ -209,11 +209,15 @@ def test_bad_input_gets_upstream_statuses(cluster, ns):
 
 def test_terminating_namespace_refuses_new_content(cluster, v1):
     v1.create_namespace({"metadata": {"name": "going"}})
+    # an object the namespace controller cannot remove keeps the namespace Terminating (an empty
+    # one can be gone before the next request)
+    v1.create_namespaced_config_map("going", {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
     v1.delete_namespace("going")
     assert v1.read_namespace("going").status.phase == "Terminating"
     r = raw_request(cluster, "POST", "/api/v1/namespaces/going/configmaps", body={"metadata": {"name": "x"}})
     assert r.status == 403
     assert "unable to create new content in namespace going because it is being terminated" in r.json()["message"]
+    v1.patch_namespaced_config_map("held", "going", {"metadata": {"finalizers": None}})
 
 
 def test_services_get_cluster_ips_and_node_ports(cluster, v1, ns):
