@@ -136,7 +136,8 @@ def test_leases_renew_and_heartbeat_stops(cluster):
         return (await c.get(LEASES, name, "kube-node-lease"))["spec"]["renewTime"]
 
     async def body(c: Client, sim: Simulator) -> None:
-        first = await renew_time(c, "hb-node-0")
+        # a registered node's Lease is written just after its Node
+        first = await eventually(lambda: renew_time(c, "hb-node-0"), 5)
 
         async def renewed() -> bool:
             return await renew_time(c, "hb-node-0") > first
