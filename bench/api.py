@@ -15,12 +15,10 @@ import os
 import sqlite3
 import tempfile
 import time
-from typing import Any
 
 import orjson
 
-from .rawhttp import RawClient
-from .report import api_worker_pids, percentile, row
+from .report import api_worker_pids, percentile, row, warm_up
 
 N_PODS = int(os.environ.get("BENCH_PODS", "10000"))
 N_WATCHERS = int(os.environ.get("BENCH_WATCHERS", "1000"))
@@ -83,25 +81,26 @@ async def run(url: str, ssl_ctx: object, ceiling: float, server_pid: int, kubeco
         await s.post(f"{base}/serviceaccounts", data=orjson.dumps({"metadata": {"name": "default"}}),
                      headers={"Content-Type": "application/json"})
         lat: list[float] = []
-        raw = RawClient(url, ssl_ctx)  # type: ignore[arg-type]
-        url_pods = f"{base}/pods"
-        # requests built up front and sent by a lean client: the load shares the server's cores
-        requests = iter([raw.build("POST", url_pods, pod(f"p{i:05d}")) for i in range(N_PODS)])
-        conns = [await raw.connect() for _ in range(CONCURRENCY)]
+        # the load shares the server's cores: requests go through the client's lean keep-alive
+        # pool (client/http1.py), bodies serialised up front, connections opened before the clock
+        from pyk8s.client.http1 import ConnectionPool
 
-        async def creator(c: Any) -> None:
-            for req in requests:
+        pool = ConnectionPool(url, ssl_ctx, {"Accept": "application/json"}, CONCURRENCY)  # type: ignore[arg-type]
+        await warm_up(pool, CONCURRENCY)
+        url_pods = f"{base}/pods"
+        bodies = iter([pod(f"p{i:05d}") for i in range(N_PODS)])
+
+        async def creator() -> None:
+            for body in bodies:
                 t = time.perf_counter()
-                status, body = await c.roundtrip(req)
-                assert status == 201, body
+                status, reply = await pool.request("POST", url_pods, body, "application/json", 60)
+                assert status == 201, reply
                 lat.append(time.perf_counter() - t)
 
         t0 = time.perf_counter()
         cpu0, ccpu0 = tree_cpu_seconds(server_pid), time.process_time()
-        await asyncio.gather(*(creator(c) for c in conns))
+        await asyncio.gather(*(creator() for _ in range(CONCURRENCY)))
         dt = time.perf_counter() - t0
-        for c in conns:
-            c.transport.close()
         server_cpu, client_cpu = tree_cpu_seconds(server_pid) - cpu0, time.process_time() - ccpu0
         creates = N_PODS / dt
         row(f"pod creates ({N_PODS}, {CONCURRENCY} clients)", creates, "/s", ceiling, "raw SQLite 1 commit/row")
@@ -113,21 +112,19 @@ async def run(url: str, ssl_ctx: object, ceiling: float, server_pid: int, kubeco
         row("client CPU per pod create", client_cpu / N_PODS * 1e6, "us")
 
         gl: list[float] = []
-        gets = iter([raw.build("GET", f"{base}/pods/p{i:05d}") for i in range(min(N_PODS, 5000))])
-        conns = [await raw.connect() for _ in range(CONCURRENCY)]
+        names = iter(range(min(N_PODS, 5000)))
 
-        async def getter(c: Any) -> None:
-            for req in gets:
+        async def getter() -> None:
+            for i in names:
                 t = time.perf_counter()
-                status, body = await c.roundtrip(req)
-                assert status == 200, body
+                status, reply = await pool.request("GET", f"{base}/pods/p{i:05d}", None, None, 60)
+                assert status == 200, reply
                 gl.append(time.perf_counter() - t)
 
         t0 = time.perf_counter()
-        await asyncio.gather(*(getter(c) for c in conns))
+        await asyncio.gather(*(getter() for _ in range(CONCURRENCY)))
         row("pod gets", len(gl) / (time.perf_counter() - t0), "/s")
-        for c in conns:
-            c.transport.close()
+        pool.close()
 
         times = []
         for _ in range(5):

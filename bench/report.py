@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 
 def row(what: str, value: float, unit: str, anchor: float | None = None, anchor_what: str = "",
@@ -39,3 +40,10 @@ def api_worker_pids(server_pid: int) -> list[int]:
             if b"--api-worker" in argv:
                 out.append(int(d))
     return sorted(out)
+
+
+async def warm_up(pool: Any, n: int) -> None:
+    """Open n connections of a client pool (client/http1.py) before a measured phase: n reads at once."""
+    import asyncio
+
+    await asyncio.gather(*(pool.request("GET", "/version", None, None, 60) for _ in range(n)))

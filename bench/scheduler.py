@@ -43,8 +43,7 @@ from typing import Any
 
 import orjson
 
-from .rawhttp import RawClient
-from .report import api_worker_pids, row
+from .report import api_worker_pids, row, warm_up
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -172,38 +171,33 @@ def workloads() -> list[Workload]:
 # -- driving the API ----------------------------------------------------------------------------
 
 
-async def create_all(raw: RawClient, gvr: tuple[str, str, str], ns: str | None,
+async def create_all(pool: Any, gvr: tuple[str, str, str], ns: str | None,
                      objs: Callable[[int], dict[str, Any]], count: int, prefix: str, start: int = 0) -> float:
-    """Create ``count`` objects over CONCURRENCY connections of the lean client; returns seconds taken.
-
-    Requests are built before the clock starts, as scheduler_perf's client prepares its pods."""
+    """Create ``count`` objects with CONCURRENCY requests in flight on the client's lean pool; returns
+    seconds taken. Bodies are built before the clock starts, as scheduler_perf's client prepares its pods."""
     from pyk8s.client import resource_path
 
     path = resource_path(gvr, ns)
-    reqs = []
+    bodies = []
     for i in range(start, start + count):
         obj = objs(i)
         obj["metadata"].setdefault("name", f"{prefix}-{i:06d}")
-        reqs.append(raw.build("POST", path, orjson.dumps(obj)))
-    it = iter(reqs)
-    conns = [await raw.connect() for _ in range(CONCURRENCY)]
+        bodies.append(orjson.dumps(obj))
+    it = iter(bodies)
+    await warm_up(pool, CONCURRENCY)
 
-    async def worker(conn: Any) -> None:
-        for req in it:
+    async def worker() -> None:
+        for body in it:
             for attempt in range(5):
-                status, body = await conn.roundtrip(req)
+                status, reply = await pool.request("POST", path, body, "application/json", 60)
                 if status in (201, 409):  # 409: a retried create that had landed
                     break
                 if attempt == 4 or status < 500 and status != 429:
-                    raise RuntimeError(f"create failed: {status} {body[:300]!r}")
+                    raise RuntimeError(f"create failed: {status} {reply[:300]!r}")
                 await asyncio.sleep(0.2 * (attempt + 1))
 
     t = time.perf_counter()
-    try:
-        await asyncio.gather(*(worker(c) for c in conns))
-    finally:
-        for c in conns:
-            c.transport.close()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     return time.perf_counter() - t
 
 
@@ -320,7 +314,9 @@ async def run_workload(w: Workload, kubeconfig: str, scale: float, pids: dict[st
 
     client = Client.from_kubeconfig(kubeconfig, pool_size=CONCURRENCY + 8)
     kc = load_kubeconfig(kubeconfig)
-    raw = RawClient(kc.server, kc.ssl_client_context())
+    from pyk8s.client.http1 import ConnectionPool
+
+    pool = ConnectionPool(kc.server, kc.ssl_client_context(), {"Accept": "application/json"}, CONCURRENCY)
     watch_client = Client.from_kubeconfig(kubeconfig)
     nodes = max(1, int(w.nodes * scale))
     init = int(w.init_pods * scale)
@@ -334,13 +330,13 @@ async def run_workload(w: Workload, kubeconfig: str, scale: float, pids: dict[st
                     raise
         for ns in {w.init_ns, w.measure_ns, "churn"}:
             await ensure_namespace(client, ns)
-        t_nodes = await create_all(raw, NODES, None, w.node_fn, nodes, "node")
+        t_nodes = await create_all(pool, NODES, None, w.node_fn, nodes, "node")
         init_rate = 0.0
         if init:
             ctr = BoundCounter(watch_client, w.init_ns)
             await ctr.start()
             t0 = time.perf_counter()
-            await create_all(raw, PODS, w.init_ns, w.init_fn, init, "init")
+            await create_all(pool, PODS, w.init_ns, w.init_fn, init, "init")
             if not await ctr.wait(init, max(120.0, init / 20)):
                 raise RuntimeError(f"only {len(ctr.bound)}/{init} init pods bound")
             init_rate = init / (time.perf_counter() - t0)
@@ -373,7 +369,7 @@ async def run_workload(w: Workload, kubeconfig: str, scale: float, pids: dict[st
         cpu0 = {k: cpu_seconds(v) for k, v in pids.items()}
         main0 = cpu_seconds(pids["server"], pids["server"]) if "server" in pids else 0.0
         t0 = time.perf_counter()
-        t_create = await create_all(raw, PODS, w.measure_ns, w.measure_fn, measure, "pod")
+        t_create = await create_all(pool, PODS, w.measure_ns, w.measure_fn, measure, "pod")
         ok = await ctr.wait(measure, max(TIME_LIMIT * 2, measure / 5))
         elapsed = time.perf_counter() - t0
         cpu = {k: (cpu_seconds(v) - cpu0[k]) * 1000 / measure for k, v in pids.items()}
@@ -390,6 +386,7 @@ async def run_workload(w: Workload, kubeconfig: str, scale: float, pids: dict[st
     finally:
         await client.close()
         await watch_client.close()
+        pool.close()
 
 
 def run_one(w: Workload, scale: float, mode: str) -> dict[str, Any]:
