@@ -194,7 +194,7 @@ class _ServerConn(_Framed):
             t = self._watches.pop(rid, None)
             if t is not None:
                 t.cancel()
-        elif op == "range":  # reads are synchronous on the embedded store: answer at once
+        elif op == "range":  # its answer carries many values
             self._spawn(self._range(rid, h))
         elif op == "rev":
             self.send(_frame([rid, "ok", self.store.revision, self.store.compacted_revision]))
