@@ -11,13 +11,13 @@ import tempfile
 from typing import Any
 
 from tests.cluster import Cluster, kubectl_binaries
+from tests.shared_reference import MANIFESTS as SHARED_MANIFESTS
 
 VERSIONS = list(kubectl_binaries()) or ["none"]
 # the expensive scenarios run on the oldest, a middle and the newest kubectl
 SOME_VERSIONS = [v for v in VERSIONS if v in ("1.27", "1.30", "1.33")] or VERSIONS[-1:]
 
-MANIFESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "reference",
-                         "manifests")
+MANIFESTS = str(SHARED_MANIFESTS)
 
 
 class Kubectl:

@@ -20,17 +20,17 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pyk8s.api.errors import StatusError
 from pyk8s.client import Client, InformerFactory
+from tests.shared_reference import MANIFESTS as SHARED_MANIFESTS
 
 PODS = ("", "v1", "pods")
 NODES = ("", "v1", "nodes")
-MANIFESTS = Path("/work/shared/reference/manifests")
+MANIFESTS = SHARED_MANIFESTS
 EXIT_CODE = "sim.pyk8s.io/exit-code"
 RUN_SECONDS = "sim.pyk8s.io/run-seconds"
 

@@ -10,12 +10,12 @@ import time
 import pytest
 
 from tests.cluster import BOTH_DATASTORES
+from tests.shared_reference import MANIFESTS as SHARED_MANIFESTS
 
 pytest.importorskip("kubernetes")
 pytestmark = BOTH_DATASTORES  # the same answers from SQLite and from etcd
 
-MANIFESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "reference",
-                         "manifests")
+MANIFESTS = str(SHARED_MANIFESTS)
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from tests.cluster import REPO, Cluster
+from tests.shared_reference import MANIFESTS as SHARED_MANIFESTS
 
-MANIFESTS = "/work/shared/reference/manifests"
+MANIFESTS = str(SHARED_MANIFESTS)
 MASTER_TAINT = {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}
 
 # The transcript's three FailedScheduling messages (upstream-observed.md, "scheduling failures").

@@ -16,8 +16,9 @@ from pyk8s.api.schema import (
     unknown_fields_structural,
 )
 from pyk8s.api.schema._gocompat import base64_error, go_float, parse_rfc3339_error, quantity_error
+from tests.shared_reference import MANIFESTS as SHARED_MANIFESTS
 
-TYPO_POD = "/work/shared/reference/manifests/typo-pod.yaml"
+TYPO_POD = str(SHARED_MANIFESTS / "typo-pod.yaml")
 
 
 def _pod(**spec_extra: object) -> dict:

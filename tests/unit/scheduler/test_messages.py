@@ -4,18 +4,17 @@ node-role.kubernetes.io/master:NoSchedule."""
 
 from __future__ import annotations
 
-import pathlib
-
 import pytest
 import yaml
 
 from pyk8s.scheduler.config import default_profile
 from pyk8s.scheduler.framework import Code, Diagnosis, Status
 from pyk8s.scheduler.messages import fit_error_message, truncate_message
+from tests.shared_reference import MANIFESTS as SHARED_MANIFESTS
 
 from ._fixtures import cluster, node, pod
 
-MANIFEST = pathlib.Path("/work/shared/reference/manifests/node-affinity-pod.yaml")
+MANIFEST = SHARED_MANIFESTS / "node-affinity-pod.yaml"
 MASTER_TAINT = [{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}]
 
 
