@@ -85,13 +85,17 @@ def parse_constraints(raw: Sequence[Mapping[str, Any]], pod_labels: Mapping[str,
 
 
 class _FilterState:
-    __slots__ = ("constraints", "counts", "domains")
+    __slots__ = ("constraints", "counts", "domains", "_verdicts")
 
     def __init__(self, constraints: list[SpreadConstraint], counts: list[np.ndarray], domains: list[np.ndarray]) -> None:
         self.constraints, self.counts, self.domains = constraints, counts, domains
+        self._verdicts: dict[tuple[int, int], np.ndarray] = {}
 
     def clone(self) -> _FilterState:
         return _FilterState(self.constraints, [c.copy() for c in self.counts], [d.copy() for d in self.domains])
+
+    def changed(self) -> None:
+        self._verdicts.clear()
 
     def min_match(self, i: int) -> int:
         dom = self.domains[i]
@@ -100,6 +104,17 @@ class _FilterState:
         if n_domains < self.constraints[i].min_domains:
             m = 0  # too few eligible domains: the global minimum is taken as 0
         return m
+
+    def verdict(self, i: int, size: int, self_match: int) -> np.ndarray:
+        """Per label code of constraint i's key: 0 fits, 2 the skew is too big; one more entry, for
+        code -1 (the node lacks the key), is 1. The skew depends on the node's domain alone, so it
+        is judged once per domain rather than per node."""
+        v = self._verdicts.get((i, size))
+        if v is None:
+            skew = _pad(self.counts[i], size) + self_match - self.min_match(i)
+            v = np.append(np.where(skew > self.constraints[i].max_skew, 2, 0).astype(np.int8), np.int8(1))
+            self._verdicts[(i, size)] = v
+        return v
 
 
 def _pad(a: np.ndarray, size: int, fill: Any = 0) -> np.ndarray:
@@ -123,8 +138,12 @@ class PodTopologySpread(Plugin):
 
     def _constraints(self, pod: PodInfo, action: str) -> list[SpreadConstraint]:
         t = pod.tmpl
-        if t.spread_constraints:
-            return parse_constraints(t.spread_constraints, t.labels, action)
+        if t.spread_constraints:  # a function of the template alone
+            key = ("PodTopologySpread.constraints", action)
+            hit = t.memo.get(key)
+            if hit is None:
+                hit = t.memo[key] = parse_constraints(t.spread_constraints, t.labels, action)
+            return hit  # type: ignore[no-any-return]
         if not self.default_constraints or self.handle.workload_selectors is None:
             return []
         if not any(c.get("whenUnsatisfiable", "DoNotSchedule") == action for c in self.default_constraints):
@@ -167,19 +186,33 @@ class PodTopologySpread(Plugin):
         constraints = self._constraints(pod, "DoNotSchedule")
         if not constraints:
             return None, Status(Code.SKIP)
+        counts, domains = [], []
+        for c, (elig, dom) in zip(constraints, self._eligible(pod, table, constraints), strict=True):
+            # Matching pods on eligible nodes, counted per domain straight from the pods' rows.
+            rows = table.rows_of_matching(c.selector, (pod.namespace,), skip_terminating=True)
+            rows = rows[elig[rows]]
+            counts.append(np.bincount(table.label_column(c.topology_key).codes[rows], minlength=dom.shape[0]))
+            domains.append(dom.copy())  # add_pod/remove_pod change the state's copy
+        state.write(_PRE_FILTER_KEY, _FilterState(constraints, counts, domains))
+        return None, None
+
+    def _eligible(self, pod: PodInfo, table: NodeTable, constraints: list[SpreadConstraint]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per constraint, the nodes whose pods count (all the constraints' keys, node inclusion
+        policies) and which domains they form. Node-side only: memoised per template until the
+        nodes' labels or taints change."""
+        stamp = (table.serial, table.label_gen, table.taint_gen,
+                 tuple((c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c in constraints))
+        hit = memo_get(pod.tmpl.memo, "PodTopologySpread.eligible", stamp)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
         n = table.n
         all_keys = table.has_labels_mask(c.topology_key for c in constraints)
-        counts, domains = [], []
+        out = []
         for c in constraints:
             col = table.label_column(c.topology_key)
             elig = all_keys & self._inclusion(pod, table, c)
-            codes = col.codes[:n][elig]
-            per_node = table.count_matching_per_node(c.selector, pod.namespace)[elig]
-            size = len(col.values) + 1
-            counts.append(np.bincount(codes, weights=per_node, minlength=size).astype(np.int64))
-            domains.append(np.bincount(codes, minlength=size) > 0)
-        state.write(_PRE_FILTER_KEY, _FilterState(constraints, counts, domains))
-        return None, None
+            out.append((elig, np.bincount(col.codes[:n][elig], minlength=len(col.values) + 1) > 0))
+        return memo_put(pod.tmpl.memo, "PodTopologySpread.eligible", stamp, out)  # type: ignore[no-any-return]
 
     def _update_with_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, table: NodeTable, row: int, d: int) -> None:
         st: _FilterState | None = state.read(_PRE_FILTER_KEY)
@@ -196,6 +229,7 @@ class PodTopologySpread(Plugin):
             st.domains[i] = _pad(st.domains[i], code + 1, False)
             st.counts[i][code] += d
             st.domains[i][code] = True
+        st.changed()
 
     def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None:
         self._update_with_pod(state, pod, added, table, row, 1)
@@ -207,23 +241,16 @@ class PodTopologySpread(Plugin):
         st: _FilterState | None = state.read(_PRE_FILTER_KEY)
         if st is None or not st.constraints:
             return None
-        failed = np.zeros(rows.size, dtype=bool)
-        which = np.zeros(rows.size, dtype=np.int32)
+        res: np.ndarray | None = None  # per row: 0 fits, 1 missing label, 2 skew; the first constraint failing counts
         for i, c in enumerate(st.constraints):
             col = table.label_column(c.topology_key)
-            codes = col.codes[rows]
-            missing = (codes < 0) & ~failed
-            which[missing] = 0
-            failed |= missing
-            counts = _pad(st.counts[i], len(col.values) + 1)
             self_match = 1 if c.selector.matches(pod.tmpl.labels) else 0
-            skew = counts[np.maximum(codes, 0)] + self_match - st.min_match(i)
-            bad = (codes >= 0) & (skew > c.max_skew) & ~failed
-            which[bad] = 1
-            failed |= bad
-        if not failed.any():
+            v = st.verdict(i, len(col.values) + 1, self_match)[col.codes[rows]]
+            res = v if res is None else np.where(res == 0, v, res)
+        assert res is not None
+        if not res.any():
             return None
-        return FilterResult(~failed, _STATUSES, which)
+        return FilterResult(res == 0, _STATUSES, (res == 2).astype(np.int32))
 
     # -- score ------------------------------------------------------------------------------
 
