@@ -52,8 +52,18 @@ _MAX_INT32 = 2**31 - 1
 class _Prepared:
     names: list[str]
     need: list[int]
-    vectors: list[tuple[np.ndarray, np.ndarray]]  # (allocatable, requested) per checked resource
-    pods_alloc: np.ndarray
+    free: list[list[int]]  # allocatable - requested per checked resource, per node row
+    slots: list[int]  # pods allocatable - pods, per node row
+
+    key: tuple[str, ...] = ()
+
+    def requests(self, p: PodInfo) -> tuple[int, ...]:
+        """A pod's requests of the checked resources, memoised on its template."""
+        hit = p.tmpl.memo.get(self.key)
+        if hit is None:
+            req = p.tmpl.requests
+            hit = p.tmpl.memo[self.key] = tuple(req.get(r, 0) for r in self.names)
+        return hit  # type: ignore[no-any-return]
 
 
 @dataclass(slots=True)
@@ -123,32 +133,38 @@ def _terminating_by_preemption(p: PodInfo) -> bool:
 
 
 def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float | None = None) -> Candidate | None:
+    """Upstream pickOneNodeForPreemption: a candidate without victims at once; else keep the best by
+    each criterion in turn (fewest PDB violations, lowest highest victim priority, lowest sum of
+    priorities, fewest victims, latest start of the earliest highest-priority victim), first wins."""
     if not candidates:
         return None
-    now = time.time() if now is None else now
     for c in candidates:
         if not c.victims:
             return c
+    now = time.time() if now is None else now
+    # The first four criteria from one pass over each candidate's victims; as the criteria are
+    # applied in order and ties keep the earlier candidate, the best is the first with the
+    # largest key (every victim adds MaxInt32+1 to the sum, so fewer victims win first).
+    keys = []
+    for c in candidates:
+        top = total = 0
+        first = True
+        for v in c.victims:
+            pr = v.priority
+            if first or pr > top:
+                top, first = pr, False
+            total += pr
+        n = len(c.victims)
+        keys.append((-c.num_pdb_violations, -top, -(total + n * (_MAX_INT32 + 1)), -n))
+    best = max(keys)
+    pool = [c for c, k in zip(candidates, keys, strict=True) if k == best]
+    if len(pool) == 1:
+        return pool[0]
 
-    def earliest_of_highest(c: Candidate) -> float:
-        top = max(v.priority for v in c.victims)
-        return min(_start_time(v, now) for v in c.victims if v.priority == top)
-
-    criteria = (
-        lambda c: -c.num_pdb_violations,
-        lambda c: -max(v.priority for v in c.victims),
-        lambda c: -sum(v.priority + _MAX_INT32 + 1 for v in c.victims),
-        lambda c: -len(c.victims),
-        earliest_of_highest,  # the later the start, the less work is lost
-    )
-    pool = list(candidates)
-    for f in criteria:
-        scores = [f(c) for c in pool]
-        best = max(scores)
-        pool = [c for c, s in zip(pool, scores, strict=True) if s == best]
-        if len(pool) == 1:
-            break
-    return pool[0]
+    top = -best[1]  # the highest victim priority, the same in the whole pool
+    # The later the earliest start among the highest-priority victims, the less work is lost.
+    starts = [min(_start_time(v, now) for v in c.victims if v.priority == top) for c in pool]
+    return pool[starts.index(max(starts))]
 
 
 class DefaultPreemption(Plugin):
@@ -217,11 +233,13 @@ class DefaultPreemption(Plugin):
         d = Diagnosis(table.names, table.n)
         fit = self._resources_only(state, pod)
         prep = self._prepare_requests(fit, pod, table) if fit is not None else None
+        nominated = self.framework._nominated_rows(pod, table)  # such nodes go through the filters
+        now = time.time()
         for k in range(rows.size):
             row = int(rows[(offset + k) % rows.size])
             hit = None
-            if prep is not None and not self.framework._nominated_for(pod, table.names[row]):
-                hit = self._select_victims_by_requests(prep, pod, table, row, pdbs)
+            if prep is not None and row not in nominated:
+                hit = self._select_victims_by_requests(prep, pod, table, row, pdbs, now)
             victims, n_pdb, st = hit or self.select_victims_on_node(state.clone(), pod, table, row, pdbs)
             if st.is_success() and victims:
                 c = Candidate(table.names[row], victims, n_pdb)
@@ -261,52 +279,71 @@ class DefaultPreemption(Plugin):
     def _prepare_requests(fit: Plugin, pod: PodInfo, table: NodeTable) -> _Prepared | None:
         """The pod's checked requests and the node vectors they are compared with, once per dry run."""
         checks = fit._checks(pod)  # type: ignore[attr-defined]
-        vecs = []
+        n = table.n
+        free = []
         for r, _ in checks:
             col = table.res_index.get(r)
             if col is None:
                 return None  # no node has it: the filters say why
-            vecs.append((table.alloc[col], table.req[col]))
-        return _Prepared([r for r, _ in checks], [q for _, q in checks], vecs, table.alloc[table.res_index[PODS]])
+            free.append((table.alloc[col][:n] - table.req[col][:n]).tolist())  # Python ints: read per node
+        slots = (table.alloc[table.res_index[PODS]][:n] - table.npods[:n]).tolist()
+        names = [r for r, _ in checks]
+        return _Prepared(names, [q for _, q in checks], free, slots, ("DefaultPreemption.requests", *names))
 
     def _select_victims_by_requests(self, prep: _Prepared, pod: PodInfo, table: NodeTable, row: int,
-                                    pdbs: list[_PDB]) -> tuple[list[PodInfo], int, Status] | None:
+                                    pdbs: list[_PDB], now: float | None = None) -> tuple[list[PodInfo], int, Status] | None:
         """SelectVictimsOnNode when only NodeResourcesFit matters (see ``_resources_only``); None
-        sends the node through the filters (also to get the exact status when it cannot help)."""
+        sends the node through the filters (also to get the exact status when it cannot help).
+        ``now`` stands for the start of pods that have none (one instant per dry run is enough:
+        only pods on the same node are compared)."""
         prio = pod.priority
-        potential = [p for p in table.pods[row].values() if p.priority < prio]
-        if not potential:
+        key = prep.key
+        items = []
+        for p in table.pods[row].values():
+            t = p.tmpl
+            if t.priority < prio:
+                items.append((p, t.memo.get(key) or prep.requests(p)))
+        if not items:
             return None
-        names, need = prep.names, prep.need
-        free = [int(a[row]) - int(q[row]) for a, q in prep.vectors]
-        slots = int(prep.pods_alloc[row]) - int(table.npods[row])
-        for p in potential:
-            slots += 1
-            req = p.tmpl.requests
-            for k, r in enumerate(names):
-                free[k] += req.get(r, 0)
+        need = prep.need
+        k = len(need)
+        free = [f[row] for f in prep.free]
+        slots = prep.slots[row] + len(items)
+        for _, r in items:
+            for j in range(k):
+                free[j] += r[j]
         if slots < 1 or any(f < q for f, q in zip(free, need, strict=True)):
             return None
-        now = time.time()
-        potential.sort(key=lambda p: importance_key(p, now))
-        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        if now is None:
+            now = time.time()
+        if len(items) > 1:  # MoreImportantPod first
+            items.sort(key=lambda it: (-it[0].tmpl.priority, now if it[0].start_time is None else it[0].start_time))
+        if pdbs:
+            reqs = {p.key: r for p, r in items}
+            bad, good = filter_pods_with_pdb_violation([p for p, _ in items], pdbs)
+            groups = [[(p, reqs[p.key]) for p in bad], [(p, reqs[p.key]) for p in good]]
+        else:
+            groups = [[], items]
         victims: list[PodInfo] = []
-
-        def reprieve(p: PodInfo) -> bool:
-            nonlocal slots
-            req = p.tmpl.requests
-            after = [f - req.get(r, 0) for f, r in zip(free, names, strict=True)]
-            if slots - 1 >= 1 and all(f >= q for f, q in zip(after, need, strict=True)):
-                slots -= 1
-                free[:] = after
-                return True
-            victims.append(p)
-            return False
-
-        n_violating = sum(1 for p in violating if not reprieve(p))
-        for p in non_violating:
-            reprieve(p)
-        if violating and non_violating:
+        n_violating = 0
+        # Reprieve from the most important down while the pod still fits (one pod slot and the
+        # checked requests); the PDB-violating ones first.
+        for g, group in enumerate(groups):
+            for p, r in group:
+                fits = slots >= 2
+                if fits:
+                    for j in range(k):
+                        if free[j] - r[j] < need[j]:
+                            fits = False
+                            break
+                if fits:
+                    slots -= 1
+                    for j in range(k):
+                        free[j] -= r[j]
+                else:
+                    victims.append(p)
+                    n_violating += g == 0
+        if groups[0] and groups[1]:
             victims.sort(key=lambda p: importance_key(p, now))
         return victims, n_violating, Status()
 
