@@ -1,7 +1,8 @@
 """The API server: store, watch cache, REST handlers, discovery, OpenAPI, authn/authz, over HTTPS.
 
-aiohttp carries HTTP (chosen for client-cert TLS, chunked streaming with back-pressure and
-WebSocket upgrades in one well-kept package); it is confined to this module and handlers.py.
+Plain requests (one body in, one answer out) are read and answered by http1.py; aiohttp
+carries everything else (chosen for chunked streaming with back-pressure and WebSocket and
+SPDY upgrades in one well-kept package): http1.py hands such connections to it.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from .. import KUBERNETES_VERSION
 from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..storage import Store, open_store
+from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response, warning_value
+from .http1 import HTTP1Protocol
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
 from .watchcache import CacheSet
@@ -35,6 +38,8 @@ log = logging.getLogger("pyk8s.apiserver")
 __all__ = ["ServerConfig", "APIServer"]
 
 PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version"}
+CLIENT_MAX_SIZE = 4 * 1024 * 1024  # request bodies; the 3 MiB request limit is checked after reading
+KEEPALIVE_TIMEOUT = 75.0  # seconds an idle keep-alive connection is kept, aiohttp's default
 VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -116,6 +121,8 @@ class APIServer:
         self.discovery = Discovery(self.registry)
         self.app: web.Application | None = None
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self._conns: set[HTTP1Protocol] = set()  # connections http1.py answers (not handed to aiohttp)
         self._tasks: list[asyncio.Task[Any]] = []
         self.pki: Any = None
         self.authenticator: Any = None
@@ -178,14 +185,19 @@ class APIServer:
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         ssl_ctx = self._ssl_context() if cfg.tls else None
-        site = web.TCPSite(self._runner, cfg.bind_address, cfg.port, ssl_context=ssl_ctx, backlog=1024,
-                           reuse_address=True, reuse_port=cfg.reuse_port or None)
-        await site.start()
-        self._site = site
+        fallback = self._runner.server
+        assert fallback is not None
+        app, conns = self.app, self._conns
+
+        def protocol() -> HTTP1Protocol:
+            return HTTP1Protocol(self._entry, app, fallback, conns, MAX_REQUEST_BYTES)
+
+        self._listener = await asyncio.get_running_loop().create_server(
+            protocol, cfg.bind_address, cfg.port, ssl=ssl_ctx, backlog=1024, reuse_address=True,
+            reuse_port=cfg.reuse_port or None)
+        self._tasks.append(asyncio.create_task(self._close_idle_connections(), name="idle-connections"))
         if cfg.port == 0:
-            server = site._server  # the bound port, for tests that ask for any free port
-            assert server is not None
-            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr,attr-defined]
+            self.port = self._listener.sockets[0].getsockname()[1]  # for tests that ask for any free port
         if cfg.api_worker:
             self.started_at = time.time()
             log.info("API worker listening on %s (started in %.2fs)", self.url, time.monotonic() - t0)
@@ -209,11 +221,8 @@ class APIServer:
 
     async def stop_listening(self) -> None:
         """Stop accepting connections (API workers serve the port); open ones are served to the end."""
-        site = getattr(self, "_site", None)
-        if site is not None:
-            server = site._server
-            if server is not None:
-                server.close()  # the listening socket only: aiohttp's site.stop() would also end open requests
+        if self._listener is not None:
+            self._listener.close()  # the listening socket only: open connections are served to the end
 
     async def stop(self) -> None:
         for part in reversed(self._ha):
@@ -233,7 +242,15 @@ class APIServer:
                 for c in self.caches.caches.values():
                     for w in list(c.watchers):
                         w.close("server shutting down")
-            await self._runner.cleanup()
+            if self._listener is not None:
+                self._listener.close()
+            for _ in range(50):  # requests in progress get up to 5 s to be answered
+                for conn in list(self._conns):
+                    conn.close_idle()
+                if not self._conns:
+                    break
+                await asyncio.sleep(0.1)
+            await self._runner.cleanup()  # the connections handed to aiohttp
         if self.store is not None:
             await self.store.close()
 
@@ -310,8 +327,17 @@ class APIServer:
                     log.exception("compaction failed")
 
     # ---- HTTP -----------------------------------------------------------------------------
+    async def _close_idle_connections(self) -> None:
+        """Close keep-alive connections idle for KEEPALIVE_TIMEOUT, as aiohttp does with its own."""
+        while True:
+            await asyncio.sleep(KEEPALIVE_TIMEOUT / 5)
+            cutoff = time.monotonic() - KEEPALIVE_TIMEOUT
+            for c in list(self._conns):
+                if c.last_active < cutoff:
+                    c.close_idle()
+
     def _build_app(self) -> web.Application:
-        app = web.Application(client_max_size=4 * 1024 * 1024, handler_args={"max_field_size": 65536})
+        app = web.Application(client_max_size=CLIENT_MAX_SIZE, handler_args={"max_field_size": 65536})
         app["pyk8s.server"] = self
         app["pyk8s.authenticator"] = self.authenticator
         app["pyk8s.authorizer"] = self.authorizer
@@ -356,6 +382,8 @@ class APIServer:
             raise
         except ConnectionResetError:
             raise
+        except web.HTTPRequestEntityTooLarge:  # aiohttp's own read limit, on chunked bodies
+            return status_response(E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}"))
         except Exception as e:
             log.exception("internal error serving %s %s", request.method, request.path_qs)
             return status_response(E.new_internal_error(e))

@@ -1,0 +1,315 @@
+"""HTTP/1.1 for the API server's plain requests, with aiohttp kept for everything that streams.
+
+aiohttp's server spends about 100 µs of the event loop on every request (its request and
+payload objects, router, response preparation and writer): as much as the whole TLS layer,
+and a sixth of a pod create. Most API calls are one request, one body, one answer, so this
+protocol reads those itself and calls the same entry point (APIServer._entry) with a small
+request object that offers what the handlers use of aiohttp's (method, path, query, headers,
+read(), transport, app, per-request items); the handlers' web.Response is written out here.
+
+Anything else on a connection is handed to aiohttp, with the bytes read so far, before it is
+answered: watches, logs, exec/attach/port-forward, proxies, upgrades, chunked or 100-continue
+bodies, methods other than the five verbs, oversized or unusual requests. From then on aiohttp
+owns the connection, so its behaviour (and its error answers to malformed input) is unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from email.utils import formatdate
+from typing import Any
+
+import orjson
+from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy, MultiDictProxy
+from yarl import URL
+
+from ..api import errors as E
+
+log = logging.getLogger("pyk8s.apiserver.http")
+
+_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
+# subresources and path parts whose answers stream, or that take over the connection
+_STREAMING_TAILS = ("/log", "/exec", "/attach", "/portforward")
+_MAX_HEAD = 16 * 1024  # longer heads go to aiohttp, which applies its own limits and errors
+_HANDOFF_HEADERS = frozenset({"transfer-encoding", "upgrade", "expect"})
+
+
+class FastRequest:
+    """The parts of aiohttp's web.Request that the API handlers use, for a fully read request."""
+
+    __slots__ = ("method", "version", "headers", "transport", "app", "_url", "_body", "_items", "_query")
+
+    def __init__(self, method: str, target: str, headers: CIMultiDictProxy[str], body: bytes,
+                 transport: asyncio.BaseTransport, app: web.Application) -> None:
+        self.method = method
+        self.headers = headers
+        self.transport: asyncio.BaseTransport | None = transport
+        self.app = app
+        path, _, qs = target.partition("?")
+        # built as aiohttp's parser builds it: path decoded, query parsed with '+' as space
+        self._url = URL.build(path=path, query_string=qs, encoded=True)
+        self._body = body
+        self._items: dict[str, Any] = {}
+        self._query: MultiDictProxy[str] | None = None
+
+    @property
+    def path(self) -> str:
+        return self._url.path
+
+    @property
+    def path_qs(self) -> str:
+        return self._url.path_qs
+
+    @property
+    def rel_url(self) -> URL:
+        return self._url
+
+    @property
+    def query(self) -> MultiDictProxy[str]:
+        if self._query is None:
+            self._query = self._url.query
+        return self._query
+
+    @property
+    def can_read_body(self) -> bool:
+        return bool(self._body)
+
+    @property
+    def body_exists(self) -> bool:
+        return bool(self._body)
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("Content-Type", "application/octet-stream").split(";", 1)[0].strip().lower()
+
+    async def read(self) -> bytes:
+        return self._body
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._items[key] = value
+
+
+def _streams(method: str, target: str) -> bool:
+    """Whether a request's answer streams (aiohttp serves those)."""
+    path, _, qs = target.partition("?")
+    if "watch" in qs or "/watch/" in path or "/proxy" in path:
+        return True
+    return path.rstrip("/").endswith(_STREAMING_TAILS)
+
+
+class _Date:
+    """The Date header, formatted once a second."""
+
+    sec = -1
+    value = b""
+
+    @classmethod
+    def get(cls) -> bytes:
+        now = int(time.time())
+        if now != cls.sec:
+            cls.sec, cls.value = now, formatdate(now, usegmt=True).encode()
+        return cls.value
+
+
+def serialize(resp: web.StreamResponse, keep_alive: bool) -> bytes:
+    """Status line, headers and body of a handler's (unprepared) web.Response."""
+    status = resp.status
+    body = getattr(resp, "body", None)
+    if body is None:
+        body = b""
+    elif not isinstance(body, (bytes, bytearray)):
+        raise TypeError(f"response body of type {type(body).__name__}")
+    head = [b"HTTP/1.1 %d %s\r\n" % (status, resp.reason.encode("latin-1"))]
+    has_ct = False
+    for k, v in resp.headers.items():
+        lk = k.lower()
+        if lk in ("content-length", "connection", "date", "transfer-encoding"):
+            continue
+        has_ct = has_ct or lk == "content-type"
+        head.append(f"{k}: {v}\r\n".encode("latin-1"))
+    if status >= 200 and status not in (204, 304):
+        if body and not has_ct:
+            head.append(b"Content-Type: application/octet-stream\r\n")
+        head.append(b"Content-Length: %d\r\n" % len(body))
+    else:
+        body = b""
+    head.append(b"Date: " + _Date.get() + b"\r\n")
+    if not keep_alive:
+        head.append(b"Connection: close\r\n")
+    head.append(b"\r\n")
+    return b"".join(head) + body
+
+
+class HTTP1Protocol(asyncio.Protocol):
+    """One client connection: plain requests answered here, in order; the rest handed to aiohttp."""
+
+    __slots__ = ("entry", "app", "fallback", "conns", "max_body", "transport", "buf", "busy", "closed", "task",
+                 "last_active", "paused")
+
+    def __init__(self, entry: Callable[[Any], Awaitable[web.StreamResponse]], app: web.Application,
+                 fallback: Callable[[], asyncio.Protocol], conns: set[HTTP1Protocol], max_body: int) -> None:
+        self.entry = entry
+        self.app = app
+        self.fallback = fallback
+        self.conns = conns
+        self.max_body = max_body
+        self.last_active = time.monotonic()
+        self.paused = False
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.busy = False
+        self.closed = False
+        self.task: asyncio.Task[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.conns.add(self)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            try:  # answers go out in one write: Nagle's algorithm would only hold them back
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.conns.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if not self.busy:
+            self._next()
+        elif len(self.buf) > self.max_body + _MAX_HEAD and self.transport is not None and not self.paused:
+            self.paused = True  # a client sending ahead of its answers waits for them
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too
+
+    def _next(self) -> None:
+        """Start the next complete request in the buffer, or hand the connection over."""
+        buf = self.buf
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            if len(buf) > _MAX_HEAD:
+                self._hand_off()
+            return
+        if end > _MAX_HEAD:
+            self._hand_off()
+            return
+        try:
+            lines = bytes(buf[:end]).decode("ascii").split("\r\n")
+            method, target, version = lines[0].split(" ")
+        except (UnicodeDecodeError, ValueError):
+            self._hand_off()
+            return
+        if method not in _METHODS or version != "HTTP/1.1" or not target.startswith("/") \
+                or _streams(method, target):
+            self._hand_off()
+            return
+        headers: CIMultiDict[str] = CIMultiDict()
+        length = 0
+        keep_alive = True
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep or not name or name != name.strip() or " " in name or "\t" in name:
+                self._hand_off()  # obs-fold, a malformed line: aiohttp's parser answers it
+                return
+            value = value.strip(" \t")
+            lname = name.lower()
+            if lname in _HANDOFF_HEADERS:
+                self._hand_off()
+                return
+            if lname == "content-length":
+                if "content-length" in headers or not value.isdigit():
+                    self._hand_off()
+                    return
+                length = int(value)
+            elif lname == "connection" and "close" in value.lower():
+                keep_alive = False
+            headers.add(name, value)
+        if length > self.max_body:
+            self._refuse_body(length)
+            return
+        start = end + 4
+        if len(buf) < start + length:
+            return  # the body is still coming
+        body = bytes(buf[start:start + length])
+        del buf[:start + length]
+        self.busy = True
+        assert self.transport is not None
+        req = FastRequest(method, target, CIMultiDictProxy(headers), body, self.transport, self.app)
+        self.task = asyncio.get_running_loop().create_task(self._serve(req, keep_alive))
+
+    async def _serve(self, req: FastRequest, keep_alive: bool) -> None:
+        try:
+            resp = await self.entry(req)
+            data = serialize(resp, keep_alive)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the entry point answers errors itself; this is a bug: end the connection
+            log.exception("internal error serving %s %s", req.method, req.path_qs)
+            keep_alive = False
+            data = (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n"
+                    b"Date: " + _Date.get() + b"\r\n\r\n")
+        finally:
+            self.task = None
+        t = self.transport
+        if self.closed or t is None or t.is_closing():
+            return
+        t.write(data)
+        self.last_active = time.monotonic()
+        if not keep_alive:
+            t.close()
+            return
+        self.busy = False
+        if self.paused:
+            self.paused = False
+            t.resume_reading()
+        if self.buf:
+            self._next()
+
+    def _refuse_body(self, length: int) -> None:
+        """413 as upstream answers a body over its limit; the connection ends, the rest unread."""
+        err = E.new_request_entity_too_large(f"limit is {self.max_body}")
+        body = orjson.dumps(err.status())
+        self.busy = True
+        self.buf = bytearray()
+        assert self.transport is not None
+        self.transport.write(b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\nConnection: close\r\nDate: %s\r\n\r\n%s"
+                             % (len(body), _Date.get(), body))
+        self.transport.close()
+
+    def _hand_off(self) -> None:
+        """Give the connection, and what it sent so far, to aiohttp's protocol for good."""
+        t = self.transport
+        if t is None or t.is_closing():
+            return
+        self.conns.discard(self)
+        proto = self.fallback()
+        data = bytes(self.buf)
+        self.buf = bytearray()
+        self.busy = True  # nothing more is read here
+        if self.paused:
+            self.paused = False
+            t.resume_reading()
+        t.set_protocol(proto)
+        proto.connection_made(t)
+        if data:
+            proto.data_received(data)
+
+    def close_idle(self) -> None:
+        if not self.busy and self.transport is not None:
+            self.transport.close()
