@@ -42,11 +42,12 @@ _HANDOFF_HEADERS = frozenset({"transfer-encoding", "upgrade", "expect"})
 class FastRequest:
     """The parts of aiohttp's web.Request that the API handlers use, for a fully read request."""
 
-    __slots__ = ("method", "version", "headers", "transport", "app", "_url", "_body", "_items", "_query")
+    __slots__ = ("method", "headers", "transport", "app", "peer_cert", "_url", "_body", "_items", "_query")
 
     def __init__(self, method: str, target: str, headers: CIMultiDictProxy[str], body: bytes,
-                 transport: asyncio.BaseTransport, app: web.Application) -> None:
+                 transport: asyncio.BaseTransport, app: web.Application, peer_cert: bytes | None = None) -> None:
         self.method = method
+        self.peer_cert = peer_cert  # the client certificate (DER), read once per connection
         self.headers = headers
         self.transport: asyncio.BaseTransport | None = transport
         self.app = app
@@ -155,7 +156,7 @@ class HTTP1Protocol(asyncio.Protocol):
     """One client connection: plain requests answered here, in order; the rest handed to aiohttp."""
 
     __slots__ = ("entry", "app", "fallback", "conns", "max_body", "transport", "buf", "busy", "closed", "task",
-                 "last_active", "paused")
+                 "last_active", "paused", "peer_cert")
 
     def __init__(self, entry: Callable[[Any], Awaitable[web.StreamResponse]], app: web.Application,
                  fallback: Callable[[], asyncio.Protocol], conns: set[HTTP1Protocol], max_body: int) -> None:
@@ -166,6 +167,7 @@ class HTTP1Protocol(asyncio.Protocol):
         self.max_body = max_body
         self.last_active = time.monotonic()
         self.paused = False
+        self.peer_cert: bytes | None = None
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self.busy = False
@@ -175,6 +177,12 @@ class HTTP1Protocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.conns.add(self)
+        sslobj = transport.get_extra_info("ssl_object")  # the handshake is done by now
+        if sslobj is not None:
+            try:
+                self.peer_cert = sslobj.getpeercert(binary_form=True)
+            except (ValueError, AttributeError):
+                pass
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             try:  # answers go out in one write: Nagle's algorithm would only hold them back
@@ -249,7 +257,7 @@ class HTTP1Protocol(asyncio.Protocol):
         del buf[:start + length]
         self.busy = True
         assert self.transport is not None
-        req = FastRequest(method, target, CIMultiDictProxy(headers), body, self.transport, self.app)
+        req = FastRequest(method, target, CIMultiDictProxy(headers), body, self.transport, self.app, self.peer_cert)
         self.task = asyncio.get_running_loop().create_task(self._serve(req, keep_alive))
 
     async def _serve(self, req: FastRequest, keep_alive: bool) -> None:

@@ -28,7 +28,7 @@ from ..storage import Store, open_store
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response, warning_value
-from .http1 import HTTP1Protocol
+from .http1 import FastRequest, HTTP1Protocol
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
 from .watchcache import CacheSet
@@ -347,6 +347,8 @@ class APIServer:
         return app
 
     def _peer_cert(self, request: web.Request) -> bytes | None:
+        if type(request) is FastRequest:
+            return request.peer_cert
         transport = request.transport
         if transport is None:
             return None
