@@ -397,6 +397,7 @@ class Profile:
         self.post_filter = pick("postFilter", "post_filter")
         self.pre_score = pick("preScore", "pre_score")
         self.score = [(p, max(int(score_weights.get(p.name, 1)), 1)) for p in pick("score", "score")]
+        self._normalizes = {p.name for p, _ in self.score if implements(p, "normalize_score")}
         self.reserve = pick("reserve", "reserve")
         self.permit = pick("permit", "permit")
         self.pre_bind = pick("preBind", "pre_bind")
@@ -658,7 +659,7 @@ class Profile:
             if pl.name in state.skip_score:
                 continue
             s = np.asarray(pl.score(state, pod, table, rows), dtype=np.int64)  # type: ignore[attr-defined]
-            if implements(pl, "normalize_score"):
+            if pl.name in self._normalizes:
                 s = np.asarray(pl.normalize_score(state, pod, table, rows, s), dtype=np.int64)  # type: ignore[attr-defined]
             if s.size and (s.min() < 0 or s.max() > MAX_NODE_SCORE):
                 raise SchedulingError(Status(Code.ERROR, (

@@ -100,11 +100,21 @@ class NodeResourcesFit(Plugin):
             fails = fails | f
         if not fails.any():
             return None
-        bits = np.zeros(rows.size, dtype=np.int64)
-        for j, f in enumerate(flags):
-            bits |= f.astype(np.int64) << j
         ok = ~fails
-        uniq, inv = np.unique(bits[fails], return_inverse=True)
+        if len(flags) <= 8:
+            # The failing checks of a row as a byte, and the distinct bytes in ascending order by
+            # counting (cheaper than sorting for np.unique on a few hundred rows).
+            bits = np.packbits(np.vstack(flags), axis=0, bitorder="little")[0]
+            failed = bits[fails]
+            uniq = np.flatnonzero(np.bincount(failed, minlength=256))
+            lut = np.zeros(256, dtype=np.int32)
+            lut[uniq] = np.arange(uniq.size, dtype=np.int32)
+            inv = lut[failed]
+        else:
+            wide = np.zeros(rows.size, dtype=np.int64)
+            for j, f in enumerate(flags):
+                wide |= f.astype(np.int64) << j
+            uniq, inv = np.unique(wide[fails], return_inverse=True)
         statuses = [
             Status(Code.UNSCHEDULABLE, tuple(_reason(names[j]) for j in range(len(names)) if (int(b) >> j) & 1))
             for b in uniq

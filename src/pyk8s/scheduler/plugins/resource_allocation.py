@@ -65,8 +65,7 @@ def least_allocated(allocs: list[np.ndarray], reqs: list[np.ndarray], weights: S
     if all(bool(a.all()) for a in allocs):  # common case: every node has every scored resource
         num = np.zeros(allocs[0].shape, dtype=np.int64)
         for a, u, w in zip(allocs, reqs, weights, strict=True):
-            s = (a - u) * 100 // a
-            s[u > a] = 0
+            s = np.maximum(a - u, 0) * 100 // a  # requested beyond allocatable scores 0
             num += s * w if w != 1 else s
         return num // sum(weights)
     num = np.zeros(allocs[0].shape, dtype=np.int64)
