@@ -174,3 +174,18 @@ def test_filter_after_add_and_remove_pod(seed: int) -> None:
             want = brute_force(nodes, [q for q in bound if q is not victim] + [extra], raw)
             assert {table.names[r]: (None if r in ok else diag.statuses[int(diag.status_ids[r])].reasons[0])
                     for r in range(table.n)} == want
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_many_domains_take_the_vector_path(seed: int) -> None:
+    """More than _SMALL domains (hostname over 90 nodes): the per-domain verdict is built with numpy."""
+    rng = random.Random(2000 + seed)
+    nodes = [node(f"n{i:03d}", labels={ZONE: f"z{i % 3}"}) for i in range(90)]
+    bound = [pod(f"b{i}", labels={"app": "web"}, node_name=rng.choice(nodes)["metadata"]["name"]) for i in range(150)]
+    prof = one_plugin(PodTopologySpread, cluster(nodes, bound))
+    for skew in (1, 2, 3):
+        p = pod("p", labels={"app": "web"}, topologySpreadConstraints=[
+            {"maxSkew": skew, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": {"app": "web"}}}])
+        out, _, _ = run_filter(prof, p)
+        assert _reasons(out) == brute_force(nodes, bound, p)

@@ -34,7 +34,16 @@ def _tolerates_unschedulable(pod: PodInfo) -> bool:
 class NodeUnschedulable(Plugin):
     name = "NodeUnschedulable"
 
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self._any_unschedulable: tuple[tuple[int, int], bool] = ((0, -1), True)
+
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
+        stamp = (table.serial, table.taint_gen)  # the flag changes only with taint_gen
+        if self._any_unschedulable[0] != stamp:
+            self._any_unschedulable = (stamp, bool(table.unschedulable[: table.n].any()))
+        if not self._any_unschedulable[1]:
+            return None  # the usual case: no node is cordoned
         uns = table.take(table.unschedulable, rows)
         if not uns.any() or _tolerates_unschedulable(pod):
             return None

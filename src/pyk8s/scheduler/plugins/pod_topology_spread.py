@@ -52,6 +52,7 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
     {"topologyKey": LABEL_ZONE, "whenUnsatisfiable": "ScheduleAnyway", "maxSkew": 5},
 )
 _MAX_INT32 = 2**31 - 1
+_SMALL = 64  # domain counts up to this size are judged in plain Python
 _PRE_FILTER_KEY = "PreFilterPodTopologySpread"
 _PRE_SCORE_KEY = "PreScorePodTopologySpread"
 
@@ -99,8 +100,13 @@ class _FilterState:
 
     def min_match(self, i: int) -> int:
         dom = self.domains[i]
-        n_domains = int(dom.sum())
-        m = int(self.counts[i][dom].min()) if n_domains else _MAX_INT32
+        if dom.shape[0] <= _SMALL:  # a few zones: Python beats numpy's per-call cost
+            present = [c for c, d in zip(self.counts[i].tolist(), dom.tolist(), strict=False) if d]
+            n_domains = len(present)
+            m = min(present) if present else _MAX_INT32
+        else:
+            n_domains = int(dom.sum())
+            m = int(self.counts[i][dom].min()) if n_domains else _MAX_INT32
         if n_domains < self.constraints[i].min_domains:
             m = 0  # too few eligible domains: the global minimum is taken as 0
         return m
@@ -111,8 +117,15 @@ class _FilterState:
         is judged once per domain rather than per node."""
         v = self._verdicts.get((i, size))
         if v is None:
-            skew = _pad(self.counts[i], size) + self_match - self.min_match(i)
-            v = np.append(np.where(skew > self.constraints[i].max_skew, 2, 0).astype(np.int8), np.int8(1))
+            # skew = count + self_match - min > maxSkew, i.e. count > limit
+            limit = self.constraints[i].max_skew - self_match + self.min_match(i)
+            counts = _pad(self.counts[i], size)
+            if counts.shape[0] <= _SMALL:
+                v = np.array([2 if c > limit else 0 for c in counts.tolist()] + [1], dtype=np.int8)
+            else:
+                v = np.empty(counts.shape[0] + 1, dtype=np.int8)
+                v[:-1] = np.where(counts > limit, 2, 0)
+                v[-1] = 1
             self._verdicts[(i, size)] = v
         return v
 
