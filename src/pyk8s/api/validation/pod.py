@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 from ..errors import FieldError
@@ -18,6 +19,7 @@ from ._json import as_int as _n
 from ._json import as_list as _l
 from ._json import as_str as _s
 from ._json import is_int as _is_int
+from ._memo import KnownValid, content_key
 from .containers import (
     image_whitespace_errors,
     validate_containers,
@@ -268,10 +270,50 @@ def _dns_config(cfg: Any, policy: str, path: str) -> list[FieldError]:
 
 # ---- the pod spec --------------------------------------------------------------------------------
 
+# Pods of one template have one spec, up to the name of the kube-api-access volume that the
+# ServiceAccount admission draws at random for each pod: specs found valid are remembered with
+# that name replaced by a marker (a NUL byte, which JSON text never holds unescaped).
+_VALID_SPECS = KnownValid()
+_SA_VOLUME_NAME = re.compile(rb'"(kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5})"')
+
+
+def _spec_memo_key(spec: V, pod_name: str, resource_is_pod: bool) -> bytes | None:
+    """A key equal for two specs only when one is the other with its kube-api-access volume
+    renamed. Such a renaming keeps every check's outcome: both names are DNS labels of one length
+    and alphabet, each spec holds just one of them, and only as whole strings; what differs is
+    which text an error would quote, and only error-free specs are remembered."""
+    k = content_key(spec, 16384)
+    if k is None or (pod_name and b'"ephemeral"' in k):  # ephemeral volumes' PVC names hold the pod's
+        return None
+    names = set()
+    for m in _SA_VOLUME_NAME.finditer(k):
+        if k[m.start() - 1] not in b':,[{':  # not a string of its own but the end of another
+            return None
+        names.add(m.group(1))
+    if len(names) > 1:
+        return None
+    if names:
+        n = names.pop()
+        k = k.replace(b'"' + n + b'"', b'"kube-api-access-\x00"')
+        if n in k:  # also inside some other text: not a plain renaming
+            return None
+    return (b"P" if resource_is_pod else b"T") + k
+
+
 def validate_pod_spec(spec: Any, path: str = "spec", pod_name: str = "",
                       resource_is_pod: bool = False) -> list[FieldError]:
     """ValidatePodSpec. pod_name is set for real pods (ephemeral volume PVC names)."""
     spec = _d(spec)
+    key = _spec_memo_key(spec, pod_name, resource_is_pod)
+    if key is not None and key in _VALID_SPECS:
+        return []
+    errs = _pod_spec_errors(spec, path, pod_name, resource_is_pod)
+    if not errs and key is not None:
+        _VALID_SPECS.add(key)
+    return errs
+
+
+def _pod_spec_errors(spec: V, path: str, pod_name: str, resource_is_pod: bool) -> list[FieldError]:
     errs: list[FieldError] = []
     grace = spec.get("terminationGracePeriodSeconds")
     if grace is None:
