@@ -10,16 +10,24 @@ import yaml
 from ..api import errors as E
 from .negotiation import Output
 
-__all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES"]
+__all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES", "JSON_TYPES", "media_type"]
 
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # upstream's default request body limit
+
+# bodies decode_body reads with orjson alone (their values are plain JSON: no dates, NaNs or tuples)
+JSON_TYPES = frozenset(("application/json", "", "application/json-patch+json", "application/merge-patch+json",
+                        "application/strategic-merge-patch+json", "*/*"))
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+def media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
 def decode_body(body: bytes, content_type: str) -> Any:
-    ct = content_type.split(";", 1)[0].strip().lower()
+    ct = media_type(content_type)
     if len(body) > MAX_REQUEST_BYTES:
         raise E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}")
     if ct in ("application/yaml", "application/apply-patch+yaml", "application/x-yaml", "text/yaml"):
@@ -46,14 +54,7 @@ def decode_body(body: bytes, content_type: str) -> Any:
             raise E.new_bad_request(f"unable to decode protobuf body: {e}") from None
     if ct in ("application/apply-patch+cbor", "application/cbor"):
         raise E.new_unsupported_media_type(ct)
-    if ct not in (
-        "application/json",
-        "",
-        "application/json-patch+json",
-        "application/merge-patch+json",
-        "application/strategic-merge-patch+json",
-        "*/*",
-    ):
+    if ct not in JSON_TYPES:
         raise E.new_unsupported_media_type(ct)
     try:
         return orjson.loads(body)

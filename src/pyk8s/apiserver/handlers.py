@@ -19,7 +19,7 @@ from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import CompactedError, FutureRevisionError
 from . import tables
-from .codec import decode_body, encode
+from .codec import JSON_TYPES, decode_body, encode, media_type
 from .negotiation import Output, choose_output, parse_accept
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy
@@ -251,7 +251,10 @@ class ResourceHandler:
             result = await virtual.create(self, request, res, ns, obj, ctx)
             return self.respond(result, out, None, 201)
         stored = self.to_storage(res, obj)
-        created = await self.rest.create(self.registry.storage_resource(res), ns, stored, ctx)
+        # a JSON body in the storage version holds plain JSON values only: the watch cache may keep
+        # the created object itself (respond only reads it; from_storage converts into a new one)
+        share = stored is obj and media_type(request.headers.get("Content-Type", "application/json")) in JSON_TYPES
+        created = await self.rest.create(self.registry.storage_resource(res), ns, stored, ctx, share=share)
         return self.respond(self.from_storage(res, created), out, res, 201, ctx.warnings)
 
     # ---- update -------------------------------------------------------------------------

@@ -158,7 +158,10 @@ class RestStorage:
                 await r
 
     # ---- create -------------------------------------------------------------------------
-    async def create(self, res: Resource, namespace: str | None, obj: dict[str, Any], ctx: RequestContext) -> dict[str, Any]:
+    async def create(self, res: Resource, namespace: str | None, obj: dict[str, Any], ctx: RequestContext,
+                     *, share: bool = False) -> dict[str, Any]:
+        """share: obj holds only what orjson.loads gives (it round-trips through JSON unchanged), and the
+        caller will not change the result: the watch cache may then keep it rather than decode it again."""
         gk = res.group_kind
         md = obj.setdefault("metadata", {})
         if md is None:
@@ -204,8 +207,13 @@ class RestStorage:
             return obj
         for attempt in range(8):
             key = res.key(namespace, md["name"])
+            data = encode_for_store(obj)
+            # (a resourceVersion in the object would sit elsewhere than decode puts it)
+            handed = share and "resourceVersion" not in md
+            if handed:
+                self.caches.hand_over(key, data, obj)
             try:
-                kv = await self.store.create(key, encode_for_store(obj))
+                kv = await self.store.create(key, data)
             except KeyExistsError:
                 if generated and attempt < 7:
                     md["name"] = generate_name(md["generateName"])
@@ -213,6 +221,9 @@ class RestStorage:
                 raise E.new_already_exists(res.resource, md["name"], res.group) from None
             except StoreError as e:
                 raise E.new_internal_error(e) from None
+            finally:
+                if handed:
+                    self.caches.take_back(key, data)
             md["resourceVersion"] = str(kv.mod_revision)
             return obj
         raise AssertionError("unreachable")

@@ -217,7 +217,8 @@ class ResourceCache:
                 if not d:
                     del self.by_namespace[ns]
 
-    def apply(self, ev: Event) -> CacheEvent:
+    def apply(self, ev: Event, built: dict[str, Any] | None = None) -> CacheEvent:
+        """`built`: the object ev's value was encoded from (see CacheSet.hand_over), used as is."""
         key = ev.kv.key
         prev = self.objects.get(key)
         if ev.type == DELETE:
@@ -226,7 +227,11 @@ class ResourceCache:
             self._drop(key)
             ce = CacheEvent(DELETED, obj, prev, ev.revision, key)
         else:
-            obj = decode(ev.kv.value, ev.revision)
+            if built is not None:
+                obj = built
+                obj["metadata"]["resourceVersion"] = str(ev.revision)
+            else:
+                obj = decode(ev.kv.value, ev.revision)
             self._put(key, obj)
             ce = CacheEvent(ADDED if prev is None else MODIFIED, obj, prev, ev.revision, key)
         self.rev = ev.revision
@@ -302,6 +307,8 @@ class CacheSet:
         # is followed through a watch, so events can arrive while a cache is being loaded.
         self._sync_feed = hasattr(store, "_on_events")
         self._loading: dict[str, list[list[Event]]] = {}  # prefix -> buffers of events seen during its load
+        # key -> (value, object): objects whose writes are in flight, see hand_over
+        self._handed: dict[str, tuple[bytes, dict[str, Any]]] = {}
 
     @staticmethod
     def prefix_of(key: str) -> str:
@@ -349,15 +356,34 @@ class CacheSet:
             for w in list(c.watchers):
                 w.close("resource removed")
 
+    def hand_over(self, key: str, value: bytes, obj: dict[str, Any]) -> None:
+        """obj is what `value`, about to be written at key, decodes to (without resourceVersion):
+        if that very value comes back as the write's event, the cache keeps obj instead of
+        decoding the value again (the embedded store passes the value through). The caller
+        must not change obj any more, and takes it back with take_back once the write is done."""
+        self._handed[key] = (value, obj)
+
+    def take_back(self, key: str, value: bytes) -> None:
+        h = self._handed.get(key)
+        if h is not None and h[0] is value:
+            del self._handed[key]
+
     def on_events(self, events: list[Event]) -> None:
         """Feed from the store (synchronously for the embedded store, so reads follow writes)."""
         caches = self.caches
         loading = self._loading
+        handed = self._handed
         for ev in events:
             p = self.prefix_of(ev.kv.key)
             c = caches.get(p)
             if c is not None and ev.revision > c.rev:
-                c.apply(ev)
+                built = None
+                if handed and ev.type == PUT:
+                    h = handed.get(ev.kv.key)
+                    if h is not None and h[0] is ev.kv.value:  # the same bytes object: the same content
+                        built = h[1]
+                        del handed[ev.kv.key]
+                c.apply(ev, built)
             elif c is None and loading and p in loading:
                 for buf in loading[p]:
                     buf.append(ev)
