@@ -45,9 +45,23 @@ def rfc3339_at(ts: float) -> str:
     return format_time(ts)
 
 
+# os.urandom drops the GIL for its system call, and the store's writer thread often takes it
+# then: UIDs are cut from one larger urandom read (still the kernel's CSPRNG; list.pop hands
+# each piece out once, whichever thread asks).
+_UID_BATCH = 256
+_uid_pieces: list[bytes] = []
+os.register_at_fork(after_in_child=_uid_pieces.clear)  # a forked child must not hand out the parent's UIDs
+
+
 def new_uid() -> str:
     """A random (version 4) UUID string, as uuid.uuid4() gives, at a third of its cost (every create)."""
-    b = bytearray(os.urandom(16))
+    try:
+        raw = _uid_pieces.pop()
+    except IndexError:
+        data = os.urandom(16 * _UID_BATCH)
+        _uid_pieces.extend(data[i:i + 16] for i in range(0, len(data), 16))
+        raw = _uid_pieces.pop()
+    b = bytearray(raw)
     b[6] = (b[6] & 0x0F) | 0x40  # version 4
     b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
     h = b.hex()

@@ -21,7 +21,7 @@ from typing import Any
 
 from pyk8s.api.definitions import definition_for_gvk, definitions
 
-from ..validation._memo import memo_str
+from ..validation._memo import KnownValid, content_key, memo_str
 from ._gocompat import base64_error, go_number_literal, parse_rfc3339_error, quantity_error
 
 __all__ = [
@@ -501,8 +501,24 @@ def check_fields(group: str, version: str, kind: str, obj: Any) -> tuple[list[st
     if node is None:
         return [], []
     w = _TypeWalk()
+    # Objects of one template share their spec: one the walk found nothing in adds nothing to
+    # the walk of the rest (errors and unknown fields are the rest's alone), so it is skipped.
+    spec = obj.get("spec") if type(obj) is dict else None
+    key = None
+    if type(spec) is dict and spec:
+        ck = content_key(spec, 16384)
+        if ck is not None:
+            key = f"{group}/{version}/{kind}\0".encode() + ck
+            if key in _CLEAN_SPECS:
+                w.check(node, {k: v for k, v in obj.items() if k != "spec"}, node.goname, "")
+                return _wrapped_type_errors(w, kind, version), w.unknown
     w.check(node, obj, node.goname, "")
+    if key is not None and not w.saved and w.fatal is None and not w.unknown:
+        _CLEAN_SPECS.add(key)
     return _wrapped_type_errors(w, kind, version), w.unknown
+
+
+_CLEAN_SPECS = KnownValid()
 
 
 def type_errors(group: str, version: str, kind: str, obj: Any) -> list[str]:
