@@ -72,3 +72,30 @@ def test_least_allocated_matches_reference(seed: int) -> None:
     reqs = [a * g.uniform(0, 1.5, 500).astype(np.int64) // 1 + g.integers(0, 3, 500) for a in allocs]
     weights = [int(w) for w in g.integers(1, 4, 3)]
     assert np.array_equal(ra.least_allocated(allocs, reqs, weights), least_allocated_reference(allocs, reqs, weights))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_default_cpu_memory_scores_match_the_general_path(seed: int) -> None:
+    """LeastAllocated and BalancedAllocation on the default cpu+memory pair (read as 2 x rows
+    arrays) give the general per-resource path's integers, overcommitted nodes included."""
+    from pyk8s.scheduler.framework import CycleState
+    from pyk8s.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+    from pyk8s.scheduler.podinfo import pod_info
+
+    rng = random.Random(seed)
+    nodes = [node(f"n{i:02d}", cpu=rng.choice(["1", "2", "3500m"]), memory=rng.choice(["1Gi", "3Gi", "5000Mi"]))
+             for i in range(rng.randint(3, 40))]
+    bound = [pod(f"b{i}", node_name=rng.choice(nodes)["metadata"]["name"],
+                 requests=rng.choice([None, {"cpu": "700m"}, {"cpu": "1300m", "memory": "1500Mi"}]))
+             for i in range(len(nodes) * 3)]
+    h = cluster(nodes, bound)
+    table = h.cache.table
+    rows = np.array(sorted(rng.sample(range(table.n), rng.randint(1, table.n))), dtype=np.int64)
+    fit = NodeResourcesFit({}, h)
+    bal = NodeResourcesBalancedAllocation({}, h)
+    for req in (None, {"cpu": "100m"}, {"cpu": "900m", "memory": "2Gi"}, {"memory": "64Mi"}):
+        p = pod_info(pod("p", requests=req))
+        want_fit = ra.least_allocated(*ra.gather(table, rows, p, ra.DEFAULT_RESOURCES, False), [1, 1])
+        want_bal = ra.balanced(*ra.gather(table, rows, p, ra.DEFAULT_RESOURCES, True))
+        assert fit.score(CycleState(), p, table, rows).tolist() == want_fit.tolist()
+        assert bal.score(CycleState(), p, table, rows).tolist() == want_bal.tolist()

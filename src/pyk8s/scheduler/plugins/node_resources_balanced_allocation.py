@@ -27,5 +27,10 @@ class NodeResourcesBalancedAllocation(Plugin):
         return None
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        if self.resources == ra.DEFAULT_RESOURCES:
+            both = ra.cpu_memory(table, rows, pod, use_requested=True)
+            if both is not None:  # the default cpu+memory pair, as ra.balanced computes it
+                f = np.minimum(both[1] / both[0], 1.0)
+                return ((1 - np.abs((f[0] - f[1]) / 2)) * 100).astype(np.int64)  # type: ignore[no-any-return]
         allocs, reqs = ra.gather(table, rows, pod, self.resources, use_requested=True)
         return ra.balanced(allocs, reqs)
