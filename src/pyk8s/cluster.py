@@ -8,8 +8,10 @@ from typing import Any
 log = logging.getLogger("pyk8s")
 
 
-def component_client(server: Any, cn: str, orgs: list[str], user_agent: str) -> Any:
-    """A client authenticated with its own client certificate, as upstream's components are."""
+def component_client(server: Any, cn: str, orgs: list[str], user_agent: str, loopback: bool = True) -> Any:
+    """A client authenticated with its own client certificate, as upstream's components are.
+
+    `loopback`: the client runs on the server's event loop (apiserver/loopback.py)."""
     import ssl
 
     from .apiserver.certs import issue_client_cert
@@ -30,7 +32,18 @@ def component_client(server: Any, cn: str, orgs: list[str], user_agent: str) -> 
     os.unlink(cert_path)
     os.unlink(key_path)
     os.rmdir(d)
-    return Client(server.url, ctx, user_agent=user_agent)
+    client = Client(server.url, ctx, user_agent=user_agent)
+    if loopback and getattr(server, "app", None) is not None:
+        # on the server's own loop: plain requests skip TLS and HTTP (watches still use them)
+        from cryptography import x509
+        from cryptography.hazmat.primitives.serialization import Encoding
+
+        from .apiserver.loopback import LoopbackPool
+
+        pem = cert_pem if isinstance(cert_pem, bytes) else cert_pem.encode()
+        der = x509.load_pem_x509_certificate(pem).public_bytes(Encoding.DER)
+        client.use_pool(server.url, LoopbackPool(server, der, client.headers, client._pool(server.url)))
+    return client
 
 
 async def start_components(server: Any, args: Any) -> list[Any]:

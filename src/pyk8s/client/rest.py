@@ -120,6 +120,11 @@ class Client:
             pool = self._pools[server] = ConnectionPool(server, self.ssl_context, self.headers, self.pool_size)
         return pool
 
+    def use_pool(self, server: str, pool: Any) -> None:
+        """Send request/response calls for `server` through `pool`, which has ConnectionPool's
+        request() and close(): the API server's in-process loopback (apiserver/loopback.py)."""
+        self._pools[server.rstrip("/")] = pool
+
     async def close(self) -> None:
         for pool in self._pools.values():
             pool.close()

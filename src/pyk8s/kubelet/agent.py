@@ -665,7 +665,8 @@ async def start_local_agent(server: Any, args: Any) -> Any:
         # yet (the bootstrap system:node binding has no subjects), so the in-process kubelet also carries
         # system:masters.
         client = component_client(server, f"system:node:{node}", ["system:nodes", "system:masters"],
-                                  f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s")
+                                  f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s",
+                                  loopback=False)  # the kubelet has its own thread and loop
         client.pool_size = 0  # one watch per referenced ConfigMap/Secret: no pool limit
         # side-by-side instances on one machine (tests) give each kubelet its own bridge and runc state
         cert_file, key_file = _serving_cert(server, node, data_dir)
