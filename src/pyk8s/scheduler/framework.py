@@ -246,13 +246,24 @@ class Diagnosis:
     def __init__(self, names: Sequence[str], n: int) -> None:
         self.names = names
         self.num_all_nodes = n
-        self.status_ids = np.full(n, -1, dtype=np.int32)
+        self._ids: np.ndarray | None = None  # made on the first failure: most cycles have none
         self.statuses: list[Status] = []
         self.absent: Status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()
         self.pre_filter_msg = ""
         self.post_filter_msg = ""
+
+    @property
+    def status_ids(self) -> np.ndarray:
+        if self._ids is None:
+            self._ids = np.full(self.num_all_nodes, -1, dtype=np.int32)
+        return self._ids
+
+    def forget_rows(self, rows: np.ndarray) -> None:
+        """Drop the explicit statuses of ``rows``."""
+        if self._ids is not None:
+            self._ids[rows] = -1
 
     def add_status(self, st: Status) -> int:
         self.statuses.append(st)
@@ -266,7 +277,7 @@ class Diagnosis:
         self.status_ids[rows] = ids
 
     def explicit_count(self) -> int:
-        return int(np.count_nonzero(self.status_ids >= 0))
+        return 0 if self._ids is None else int(np.count_nonzero(self._ids >= 0))
 
     def node_status(self, name: str) -> Status:
         try:
@@ -600,7 +611,7 @@ class Profile:
             return feasible, total
         order = seen[0] if len(seen) == 1 else np.concatenate(seen)
         cut = int(np.flatnonzero(order == feasible[to_find - 1])[0]) + 1
-        diag.status_ids[order[cut:]] = -1
+        diag.forget_rows(order[cut:])
         return feasible[:to_find], cut
 
     def _nominated_rows(self, pod: PodInfo, table: NodeTable) -> dict[int, list[PodInfo]]:
