@@ -590,6 +590,7 @@ class Profile:
         """
         total = cand.size
         nominated = self._nominated_rows(pod, table)
+        deferred: list[int] = []
         seen: list[np.ndarray] = []
         passed: list[np.ndarray] = []
         nfound = done = 0
@@ -599,7 +600,7 @@ class Profile:
             rows = cand[lo: lo + min(chunk, total - done, total - lo)]
             ok = self._filter_rows(state, pod, table, rows, diag)
             if nominated:
-                ok = self._apply_nominated(state, pod, table, rows, ok, diag, nominated)
+                ok = self._apply_nominated(state, pod, table, rows, ok, diag, nominated, deferred)
             seen.append(rows)
             passed.append(ok)
             nfound += ok.size
@@ -607,6 +608,11 @@ class Profile:
             rate = max(nfound / done, 1 / 64)
             chunk = int((to_find + 1 - nfound) / rate * 1.25) + 32
         feasible = passed[0] if len(passed) == 1 else np.concatenate(passed)
+        if feasible.size == 0 and deferred:
+            # The pod fits nowhere: its message and preemption read every node's status, so the
+            # nominated nodes that failed the plain pass get the status upstream gives them.
+            self._apply_nominated(state, pod, table, np.asarray(sorted(deferred), dtype=np.int64), feasible, diag,
+                                  {r: nominated[r] for r in deferred})
         if feasible.size <= to_find:
             return feasible, total
         order = seen[0] if len(seen) == 1 else np.concatenate(seen)
@@ -631,13 +637,22 @@ class Profile:
         return out
 
     def _apply_nominated(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: np.ndarray,
-                         feasible: np.ndarray, diag: Diagnosis, nominated: dict[int, list[PodInfo]]) -> np.ndarray:
+                         feasible: np.ndarray, diag: Diagnosis, nominated: dict[int, list[PodInfo]],
+                         deferred: list[int] | None = None) -> np.ndarray:
         """Filter the nominated ones among ``rows`` again with their nominated pods added; a failure
-        there is the node's status (upstream runs that pass first and reports it when it fails)."""
+        there is the node's status (upstream runs that pass first and reports it when it fails).
+
+        With ``deferred``, rows that already failed the plain pass are only noted there: that pass
+        cannot make them feasible, it only words their status, which matters only if the pod fits
+        nowhere (see _filter_window)."""
         drop: list[int] = []
         lo, hi = int(rows[0]), int(rows[-1])
+        ok_lo, ok_hi = (int(feasible[0]), int(feasible[-1])) if feasible.size else (0, -1)
         for row, pods in nominated.items():
             if row < lo or row > hi or rows[np.searchsorted(rows, row)] != row:
+                continue
+            if deferred is not None and (row < ok_lo or row > ok_hi or feasible[np.searchsorted(feasible, row)] != row):
+                deferred.append(row)
                 continue
             st = self._filter_with_added(state, pod, table, row, pods)
             if not st.is_success():
