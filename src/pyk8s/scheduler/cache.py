@@ -346,6 +346,10 @@ class NodeTable:
         self.res_gen = 0  # resource columns added
         self.image_gen = 0
         self.pod_gen = 0
+        # Per (selector, namespace): live matching pods per node row, kept current as pods are
+        # added and removed (PodTopologySpread asks every cycle; recounting meant a pass over
+        # all pods). Bounded; dropped when rows move.
+        self._match_counts: dict[tuple[LabelSelector, str], np.ndarray] = {}
 
     # -- sizing -----------------------------------------------------------------------------
 
@@ -357,6 +361,7 @@ class NodeTable:
             b[..., : a.shape[-1]] = a
             return b
 
+        self._match_counts = {k: g(v) for k, v in self._match_counts.items()}
         self.alloc.grow(cap)
         self.req.grow(cap)
         self.nonzero = g(self.nonzero)
@@ -460,6 +465,7 @@ class NodeTable:
     def remove_node(self, name: str) -> dict[str, PodInfo]:
         """Drop a node row (swap-remove); returns the pods that were accounted on it."""
         i = self.index.pop(name)
+        self._match_counts.clear()  # rows move
         pods = self.pods[i]
         for p in list(pods.values()):
             self._unindex_pod(p, name)
@@ -534,12 +540,15 @@ class NodeTable:
             ips = by_node.setdefault(name, {})
             ips[ip] = ips.get(ip, 0) + 1
         self._index_pod(p, name, i)
+        self._count_match(i, p, 1)
         self.pod_gen += 1
 
     def remove_pod(self, i: int, p: PodInfo) -> None:
         name = self.names[i]
-        if self.pods[i].pop(p.key, None) is None:
+        stored = self.pods[i].pop(p.key, None)
+        if stored is None:
             return
+        self._count_match(i, stored, -1)
         t = p.tmpl
         for r, v in t.requests.items():
             self.req.add(self.res_index[r], i, -v)
@@ -604,9 +613,25 @@ class NodeTable:
 
     def count_matching_per_node(self, selector: LabelSelector, namespace: str, skip_terminating: bool = True) -> np.ndarray:
         """Per node row, how many pods in ``namespace`` match ``selector`` (upstream countPodsMatchSelector:
-        terminating pods do not count)."""
-        rows = self.rows_of_matching(selector, (namespace,), skip_terminating)
-        return np.bincount(rows, minlength=self.n).astype(np.int64)
+        terminating pods do not count). Read-only: with ``skip_terminating`` it is a kept count."""
+        if not skip_terminating:
+            return np.bincount(self.rows_of_matching(selector, (namespace,)), minlength=self.n).astype(np.int64)
+        key = (selector, namespace)
+        v = self._match_counts.get(key)
+        if v is None:
+            v = np.zeros(self._cap, dtype=np.int64)
+            v[: self.n] = np.bincount(self.rows_of_matching(selector, (namespace,), True), minlength=self.n)
+            if len(self._match_counts) >= 16:
+                del self._match_counts[next(iter(self._match_counts))]
+            self._match_counts[key] = v
+        return v[: self.n]
+
+    def _count_match(self, row: int, p: PodInfo, delta: int) -> None:
+        if p.terminating:
+            return
+        for (sel, ns), v in self._match_counts.items():
+            if ns == p.namespace and sel.matches(p.tmpl.labels):
+                v[row] += delta
 
 
 @dataclass(slots=True)

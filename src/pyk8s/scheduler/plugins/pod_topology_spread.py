@@ -200,19 +200,21 @@ class PodTopologySpread(Plugin):
         if not constraints:
             return None, Status(Code.SKIP)
         counts, domains = [], []
-        for c, (elig, dom) in zip(constraints, self._eligible(pod, table, constraints), strict=True):
-            # Matching pods on eligible nodes, counted per domain straight from the pods' rows.
-            rows = table.rows_of_matching(c.selector, (pod.namespace,), skip_terminating=True)
-            rows = rows[elig[rows]]
-            counts.append(np.bincount(table.label_column(c.topology_key).codes[rows], minlength=dom.shape[0]))
+        for c, (elig, dom, codes) in zip(constraints, self._eligible(pod, table, constraints), strict=True):
+            # Matching pods on eligible nodes per domain, from the table's kept per-node counts.
+            per_node = table.count_matching_per_node(c.selector, pod.namespace)
+            if codes.shape[0] != per_node.shape[0]:
+                per_node = per_node[elig]
+            counts.append(np.bincount(codes, weights=per_node, minlength=dom.shape[0]).astype(np.int64))
             domains.append(dom.copy())  # add_pod/remove_pod change the state's copy
         state.write(_PRE_FILTER_KEY, _FilterState(constraints, counts, domains))
         return None, None
 
-    def _eligible(self, pod: PodInfo, table: NodeTable, constraints: list[SpreadConstraint]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _eligible(self, pod: PodInfo, table: NodeTable,
+                  constraints: list[SpreadConstraint]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per constraint, the nodes whose pods count (all the constraints' keys, node inclusion
-        policies) and which domains they form. Node-side only: memoised per template until the
-        nodes' labels or taints change."""
+        policies), which domains they form and their domain codes. Node-side only: memoised per
+        template until the nodes' labels or taints change."""
         stamp = (table.serial, table.label_gen, table.taint_gen,
                  tuple((c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c in constraints))
         hit = memo_get(pod.tmpl.memo, "PodTopologySpread.eligible", stamp)
@@ -224,7 +226,8 @@ class PodTopologySpread(Plugin):
         for c in constraints:
             col = table.label_column(c.topology_key)
             elig = all_keys & self._inclusion(pod, table, c)
-            out.append((elig, np.bincount(col.codes[:n][elig], minlength=len(col.values) + 1) > 0))
+            codes = col.codes[:n] if elig.all() else col.codes[:n][elig]
+            out.append((elig, np.bincount(codes, minlength=len(col.values) + 1) > 0, codes.copy()))
         return memo_put(pod.tmpl.memo, "PodTopologySpread.eligible", stamp, out)  # type: ignore[no-any-return]
 
     def _update_with_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, table: NodeTable, row: int, d: int) -> None:
