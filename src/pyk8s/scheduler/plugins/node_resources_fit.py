@@ -83,28 +83,51 @@ class NodeResourcesFit(Plugin):
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status | None]:
         return None, None
 
+    def _split_checks(self, pod: PodInfo, table: NodeTable) -> tuple[list[int], list[int], np.ndarray, list[tuple[int, str, int]]]:
+        """The checks on the table's dense fixed resources (flag rows, resource rows, requests as a
+        column) and the others (flag row, resource, request); memoised with the checks (fixed
+        resources have the same rows in every table)."""
+        key = ("NodeResourcesFit.split", self.ignored_resources, self.ignored_groups)
+        hit = pod.tmpl.memo.get(key)
+        if hit is None:
+            dense = table.alloc.dense.shape[0]
+            flag_rows, cols, need, other = [], [], [], []
+            for k, (r, q) in enumerate(self._checks(pod), start=1):
+                col = table.res_index.get(r)
+                if col is not None and col < dense:
+                    flag_rows.append(k)
+                    cols.append(col)
+                    need.append(q)
+                else:
+                    other.append((k, r, q))
+            hit = pod.tmpl.memo[key] = (flag_rows, cols, np.array(need, dtype=np.int64)[:, None], other)
+        return hit  # type: ignore[no-any-return]
+
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
         checks = self._checks(pod)
+        flag_rows, cols, need, other = self._split_checks(pod, table)
         take = table.take
-        flags = [take(table.npods, rows) + 1 > take(table.alloc[table.res_index[PODS]], rows)]
-        names = [PODS]
-        for r, q in checks:
+        # One gather per matrix for the fixed resources (pods, cpu, memory, ephemeral-storage).
+        alloc = table.alloc.dense[:, rows]
+        flags = np.empty((len(checks) + 1, rows.size), dtype=bool)
+        flags[0] = take(table.npods, rows) + 1 > alloc[table.res_index[PODS]]
+        if cols:
+            flags[flag_rows] = need > alloc[cols] - table.req.dense[:, rows][cols]
+        for k, r, q in other:
             col = table.res_index.get(r)
             if col is None:
-                flags.append(np.ones(rows.size, dtype=bool))  # no node has this resource at all
+                flags[k] = True  # no node has this resource at all
             else:
-                flags.append(q > take(table.alloc[col], rows) - take(table.req[col], rows))
-            names.append(r)
-        fails = flags[0]
-        for f in flags[1:]:
-            fails = fails | f
+                flags[k] = q > take(table.alloc[col], rows) - take(table.req[col], rows)
+        names = [PODS] + [r for r, _ in checks]
+        fails = flags.any(axis=0)
         if not fails.any():
             return None
         ok = ~fails
         if len(flags) <= 8:
             # The failing checks of a row as a byte, and the distinct bytes in ascending order by
             # counting (cheaper than sorting for np.unique on a few hundred rows).
-            bits = np.packbits(np.vstack(flags), axis=0, bitorder="little")[0]
+            bits = np.packbits(flags, axis=0, bitorder="little")[0]
             failed = bits[fails]
             uniq = np.flatnonzero(np.bincount(failed, minlength=256))
             lut = np.zeros(256, dtype=np.int32)
