@@ -120,7 +120,7 @@ class NodeResourcesFit(Plugin):
             else:
                 flags[k] = q > take(table.alloc[col], rows) - take(table.req[col], rows)
         names = [PODS] + [r for r, _ in checks]
-        fails: np.ndarray = flags.any(axis=0)
+        fails = np.asarray(flags.any(axis=0))
         if not fails.any():
             return None
         ok = ~fails
