@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from typing import Any
 
 from ..errors import FieldError
@@ -274,7 +273,7 @@ def _dns_config(cfg: Any, policy: str, path: str) -> list[FieldError]:
 # ServiceAccount admission draws at random for each pod: specs found valid are remembered with
 # that name replaced by a marker (a NUL byte, which JSON text never holds unescaped).
 _VALID_SPECS = KnownValid()
-_SA_VOLUME_NAME = re.compile(rb'"(kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5})"')
+_SA_ALNUM = b"bcdfghjklmnpqrstvwxz2456789"
 
 
 def _spec_memo_key(spec: V, pod_name: str, resource_is_pod: bool) -> bytes | None:
@@ -282,21 +281,22 @@ def _spec_memo_key(spec: V, pod_name: str, resource_is_pod: bool) -> bytes | Non
     renamed. Such a renaming keeps every check's outcome: both names are DNS labels of one length
     and alphabet, each spec holds just one of them, and only as whole strings; what differs is
     which text an error would quote, and only error-free specs are remembered."""
+    if pod_name and any(isinstance(v, dict) and "ephemeral" in v for v in _l(spec.get("volumes"))):
+        return None  # ephemeral volumes' claims are named after the pod
     k = content_key(spec, 16384)
-    if k is None or (pod_name and b'"ephemeral"' in k):  # ephemeral volumes' PVC names hold the pod's
+    if k is None:
         return None
-    names = set()
-    for m in _SA_VOLUME_NAME.finditer(k):
-        if k[m.start() - 1] not in b':,[{':  # not a string of its own but the end of another
+    n = b""
+    i = k.find(b"kube-api-access-")
+    while i >= 0:  # every occurrence must be one whole string, the same one, of the admission's alphabet
+        name = k[i:i + 21]
+        if k[i - 1:i] != b'"' or k[i - 2] not in b':,[{' or k[i + 21:i + 22] != b'"' \
+                or name[16:].translate(None, _SA_ALNUM) or n and name != n:
             return None
-        names.add(m.group(1))
-    if len(names) > 1:
-        return None
-    if names:
-        n = names.pop()
+        n = name
+        i = k.find(b"kube-api-access-", i + 21)
+    if n:
         k = k.replace(b'"' + n + b'"', b'"kube-api-access-\x00"')
-        if n in k:  # also inside some other text: not a plain renaming
-            return None
     return (b"P" if resource_is_pod else b"T") + k
 
 
