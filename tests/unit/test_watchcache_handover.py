@@ -20,6 +20,8 @@ from pyk8s.apiserver.negotiation import Output
 from pyk8s.apiserver.rest import RequestContext, RestStorage
 from pyk8s.storage.sqlite import SQLiteStore
 
+from ._same import same
+
 SEEDS = Path(__file__).resolve().parents[1] / "integration" / "seed_manifests"
 
 
@@ -31,17 +33,6 @@ class _Request:
 
     async def read(self) -> bytes:
         return self._body
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal, with the same types throughout and the same key order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def _objects(rng: random.Random) -> list[dict[str, Any]]:
@@ -91,7 +82,7 @@ def test_handed_objects_are_what_the_stored_bytes_decode_to(tmp_path: Path, monk
         want = watchcache.decode(ev.kv.value, ev.revision) if ev.type == watchcache.PUT else None
         ce = apply(self, ev, built)
         if built is not None:
-            if not (ce.obj is built and _same(built, want)):
+            if not (ce.obj is built and same(built, want)):
                 differ.append((built, want))
             checked["shared"] += 1
         elif want is not None:

@@ -57,7 +57,7 @@ async def service_account(rest: RestStorage, res: Resource, op: str, pod: dict[s
     if any(v.get("name", "").startswith("kube-api-access-") for v in vols):
         return
     # a container that mounts something at the token path already opts out of the default mount
-    vname = "kube-api-access-" + "".join(random.choice(_ALNUM) for _ in range(5))
+    vname = "kube-api-access-" + "".join(random.choices(_ALNUM, k=5))
     vols.append({
         "name": vname,
         "projected": {

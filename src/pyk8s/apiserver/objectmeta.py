@@ -72,7 +72,7 @@ def generate_name(base: str) -> str:
     # as upstream's SimpleNameGenerator: truncate the base so the result fits 63 characters
     if len(base) > 58:
         base = base[:58]
-    return base + "".join(random.choice(_ALNUM) for _ in range(5))
+    return base + "".join(random.choices(_ALNUM, k=5))
 
 
 _TOP_NON_SPEC = {"metadata", "status", "kind", "apiVersion"}

@@ -88,7 +88,9 @@ class RestStorage:
     async def fresh(self) -> None:
         """Wait until the caches hold every write a consistent read must see."""
         if self._local_revision:  # the embedded store fed the caches before acknowledging: at once
-            await self.caches.wait_fresh(self.store.revision)
+            rev = self.store.revision
+            if rev > self.caches.rev:  # (almost never: no coroutine for the common case)
+                await self.caches.wait_fresh(rev)
             return
         try:
             await self.caches.wait_fresh(await self.store.current_revision())
@@ -104,7 +106,8 @@ class RestStorage:
                           consistent: bool = True) -> dict[str, Any] | None:
         """The object as the cache has it; `consistent` waits until the cache holds every acknowledged write
         (resourceVersion=0 reads skip that, as upstream's "any" semantics, and so work without etcd's quorum)."""
-        cache = await self.cache_for(res)
+        # the cache exists once loaded (every built-in at start): no coroutine for the common case
+        cache = self.caches.caches.get(self.registry.storage_resource(res).key_prefix()) or await self.cache_for(res)
         if consistent:
             await self.fresh()
         return cache.objects.get(res.key(namespace, name))

@@ -15,7 +15,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from ..validation._memo import memo_str
+import orjson
+
+from ..validation._memo import content_key, memo_str
 from ..validation.quantity import Quantity, parse_quantity
 from . import DEFAULTERS, STATUS_ON_CREATE
 
@@ -284,6 +286,27 @@ def default_pod(pod: Obj) -> None:
     default_pod_spec(spec)
 
 
+# Pods of one template arrive with one spec: the defaulted spec is remembered by the raw one's
+# content (default_pod reads and writes nothing else) and handed out as a fresh copy.
+_POD_SPEC_DEFAULTS: dict[bytes, bytes] = {}
+
+
+def _default_pod_remembered(pod: Obj) -> None:
+    spec = pod.get("spec")
+    key = content_key(spec, 16384) if type(spec) is dict else None
+    if key is None:
+        default_pod(pod)
+        return
+    done = _POD_SPEC_DEFAULTS.get(key)
+    if done is not None:
+        pod["spec"] = orjson.loads(done)
+        return
+    default_pod(pod)
+    if len(_POD_SPEC_DEFAULTS) >= 1024:
+        _POD_SPEC_DEFAULTS.clear()
+    _POD_SPEC_DEFAULTS[key] = orjson.dumps(pod["spec"])
+
+
 def default_pod_template(tpl: Obj) -> None:
     """Defaults for an embedded PodTemplateSpec (Deployments, Jobs, ...): the PodSpec defaults only."""
     md = _d(tpl, "metadata")
@@ -296,13 +319,30 @@ def default_pod_template_object(obj: Obj) -> None:
     default_pod_template(_d(obj, "template"))
 
 
+# The class depends on the containers' resources alone, which pods of one template share.
+_QOS_MEMO: dict[bytes, str] = {}
+
+
 def compute_pod_qos(pod: Obj) -> str:
     """qos.ComputePodQOS: Guaranteed when every container has equal cpu and memory requests and limits."""
+    spec = _g(pod, "spec")
+    containers = _dicts(spec.get("containers")) + _dicts(spec.get("initContainers"))
+    key = content_key([c.get("resources") for c in containers])
+    if key is None:
+        return _qos(containers)
+    qos = _QOS_MEMO.get(key)
+    if qos is None:
+        if len(_QOS_MEMO) >= 1024:
+            _QOS_MEMO.clear()
+        qos = _QOS_MEMO[key] = _qos(containers)
+    return qos
+
+
+def _qos(containers: list[Obj]) -> str:
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
     guaranteed = True
-    spec = _g(pod, "spec")
-    for c in _dicts(spec.get("containers")) + _dicts(spec.get("initContainers")):
+    for c in containers:
         res = _g(c, "resources")
         lists: tuple[tuple[dict[str, Quantity], Obj, set[str] | None], ...] = (
             (requests, _g(res, "requests"), None), (limits, _g(res, "limits"), set()))
@@ -569,7 +609,7 @@ def _quota_status_on_create(rq: Obj) -> None:
 
 
 _DEFAULTERS = {
-    "Pod": default_pod,
+    "Pod": _default_pod_remembered,
     "PodTemplate": default_pod_template_object,
     "ReplicationController": default_replication_controller,
     "Service": default_service,
