@@ -1,4 +1,5 @@
-"""In-process components reach the API server without a socket (apiserver/loopback.py).
+"""In-process components reach the API server without a socket (apiserver/loopback.py):
+plain requests and watches.
 
 A real APIServer runs in this process on a free port; a component client (cluster.py) gets
 the loopback pool. Its answers must be the network's answers, byte for byte where nothing
@@ -104,24 +105,60 @@ def test_a_cancelled_caller_does_not_cut_the_write(tmp_path: Path) -> None:
     _run(tmp_path, body)
 
 
-def test_watches_still_go_over_the_network(tmp_path: Path) -> None:
+def test_watches_in_process(tmp_path: Path) -> None:
     async def body(server: APIServer) -> None:
         c: Client = component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback")
+        nobody = component_client(server, "someone", [], "test/loopback")
+        assert server.caches is not None
+        cms = next(cache for prefix, cache in server.caches.caches.items() if prefix.endswith("/configmaps/"))
         try:
-            events: list[str] = []
+            events: list[tuple[str, str]] = []
 
             async def watch() -> None:
                 async for ev in c.watch(CM, "default", timeout_seconds=5):
-                    if ev["type"] == "ADDED":
-                        events.append(ev["object"]["metadata"]["name"])
-                    if events[-1:] == ["seen"]:
+                    events.append((ev["type"], ev["object"]["metadata"]["name"]))
+                    if events[-1] == ("DELETED", "seen"):
                         return
 
+            before = len(cms.watchers)
             w = asyncio.ensure_future(watch())
             await asyncio.sleep(0.3)
+            assert len(cms.watchers) == before + 1
             await c.create(CM, {"metadata": {"name": "seen"}}, "default")
+            await c.patch(CM, "seen", {"data": {"a": "b"}}, "default")
+            await c.delete(CM, "seen", "default")
             await asyncio.wait_for(w, 5)
-            assert events[-1] == "seen"
+            assert events[-3:] == [("ADDED", "seen"), ("MODIFIED", "seen"), ("DELETED", "seen")]
+            for _ in range(50):  # the client stopped reading: the server's watcher is gone
+                if len(cms.watchers) == before:
+                    break
+                await asyncio.sleep(0.02)
+            assert len(cms.watchers) == before
+
+            with pytest.raises(StatusError) as e:
+                async for _ in nobody.watch(("", "v1", "secrets"), "kube-system", timeout_seconds=5):
+                    pass
+            assert e.value.code == 403
+
+            # a resourceVersion the cache no longer has: the stream carries upstream's ERROR event
+            cms.oldest = server.store.revision  # type: ignore[union-attr]
+            got = [ev async for ev in c.watch(CM, "default", resource_version="1", timeout_seconds=5)]
+            assert got[0]["type"] == "ERROR" and got[0]["object"]["code"] == 410
+        finally:
+            await c.close()
+            await nobody.close()
+
+    _run(tmp_path, body)
+
+
+def test_streams_other_than_watches_use_the_network(tmp_path: Path) -> None:
+    async def body(server: APIServer) -> None:
+        c = component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback")
+        try:
+            pool = c._pool(server.url)
+            assert isinstance(pool, LoopbackPool)
+            assert await pool.stream("GET", "/api/v1/namespaces/d/pods/p/log?follow=true") is None
+            assert await pool.stream("GET", "/api/v1/nodes/n/proxy/metrics") is None
         finally:
             await c.close()
 

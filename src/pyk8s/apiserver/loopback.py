@@ -10,17 +10,135 @@ server's entry point. Everything after that is the ordinary request path: authen
 RBAC, admission, validation, the same answers. Bodies stay bytes both ways, so the client
 never shares an object with the server's cache.
 
-Only plain requests take this path; watches and other streams still use the network.
+Watches take it too (stream()): the watch handler writes into an aiohttp StreamResponse as it
+does for a network client, and the writer and transport below hand what it writes to the
+client as byte chunks, without TLS or chunked framing. Logs, exec and proxies still use the
+network.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
 from typing import Any
 
+from aiohttp import HttpVersion11
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .http1 import FastRequest, _streams
+from .http1 import _STREAMING_TAILS, FastRequest, _streams
+
+
+class _Stream:
+    """What a loopback watch's handler wrote, waiting for the client to read it."""
+
+    def __init__(self) -> None:
+        self.q: deque[bytes] = deque()
+        self.pending = 0  # bytes written and not yet read: the watch handler's back-pressure signal
+        self.eof = False
+        self.closed = False  # the client stopped reading
+        self.started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def push(self, data: bytes) -> None:
+        if self.closed or not data:
+            return
+        self.q.append(data)
+        self.pending += len(data)
+        self._wake()
+
+    def end(self) -> None:
+        self.eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while True:
+            if self.q:
+                data = b"".join(self.q) if len(self.q) > 1 else self.q[0]
+                self.q.clear()
+                self.pending = 0
+                yield data
+                continue
+            if self.eof:
+                return
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+            self._waiter = None
+
+
+class _Writer:
+    """The part of aiohttp's payload writer that StreamResponse and handlers._direct_sink use."""
+
+    length: int | None = None
+    buffer_size = 0
+    output_size = 0
+    _compress = None
+
+    def __init__(self, stream: _Stream) -> None:
+        self.stream = stream
+        self.chunked = False
+
+    def enable_chunking(self) -> None:
+        self.chunked = True  # framing is not needed in-process: chunks are handed over whole
+
+    def enable_compression(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("no compression on loopback streams")
+
+    async def write_headers(self, status_line: str, headers: Any) -> None:
+        if not self.stream.started.done():
+            self.stream.started.set_result(None)
+
+    def send_headers(self) -> None:
+        pass
+
+    async def write(self, data: bytes | bytearray | memoryview, *args: Any, **kwargs: Any) -> None:
+        self.stream.push(bytes(data))
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        self.stream.push(bytes(data))
+        self.stream.end()
+
+    async def drain(self) -> None:
+        pass
+
+    def set_eof(self) -> None:
+        pass
+
+
+class _Transport:
+    """handlers._direct_sink writes pre-framed HTTP/1.1 chunks here; the client gets their payload."""
+
+    def __init__(self, stream: _Stream) -> None:
+        self.stream = stream
+
+    def write(self, data: bytes) -> None:
+        self.stream.push(data[data.index(b"\r\n") + 2:-2])
+
+    def is_closing(self) -> bool:
+        return self.stream.closed
+
+    def get_write_buffer_size(self) -> int:
+        return self.stream.pending
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+
+class StreamRequest(FastRequest):
+    """A loopback request whose answer may stream (aiohttp's StreamResponse.prepare works on it)."""
+
+    __slots__ = ("_payload_writer",)
+    _payload_writer: _Writer
+    version = HttpVersion11
+    keep_alive = True
+
+    async def _prepare_hook(self, response: Any) -> None:
+        pass
 
 
 class LoopbackPool:
@@ -56,5 +174,51 @@ class LoopbackPool:
             raise TypeError(f"loopback answer body of type {type(data).__name__}")
         return resp.status, bytes(data)
 
+    async def stream(self, method: str, target: str) -> tuple[int, bytes, AsyncIterator[bytes]] | None:
+        """A watch served in-process: (status, body of a refusal, chunks of the stream), or None
+        when it must go over the network (another thread's loop, or a kind of stream we do not carry)."""
+        server = self.server
+        path = target.partition("?")[0]
+        if server.app is None or asyncio.get_running_loop() is not self.loop or method != "GET" \
+                or "/proxy" in path or path.rstrip("/").endswith(_STREAMING_TAILS):
+            return None
+        stream = _Stream()
+        req = StreamRequest(method, target, CIMultiDictProxy(CIMultiDict(self.fixed)), b"", _Transport(stream),  # type: ignore[arg-type]
+                            server.app, self.peer_cert)
+        req._payload_writer = _Writer(stream)
+        task = asyncio.ensure_future(server._entry(req))
+        done, _ = await asyncio.wait([task, stream.started], return_when=asyncio.FIRST_COMPLETED)
+        if not stream.started.done():
+            stream.started.cancel()
+        if task in done and not task.result().prepared:  # refused (403, 410 ...): an ordinary answer
+            resp = task.result()
+            return resp.status, bytes(resp.body or b""), _empty()
+
+        async def finish() -> None:  # as aiohttp ends a handler's streamed answer
+            try:
+                resp = await task
+                await resp.write_eof()
+            finally:
+                stream.end()
+
+        ender = asyncio.ensure_future(finish())
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for data in stream.chunks():
+                    yield data
+            finally:
+                stream.closed = True
+                if not task.done():
+                    task.cancel()  # the client went away: the watch ends, as on a closed connection
+                await asyncio.gather(ender, return_exceptions=True)
+
+        return 200, b"", chunks()
+
     def close(self) -> None:
         self.fallback.close()
+
+
+async def _empty() -> AsyncIterator[bytes]:
+    return
+    yield b""  # an async generator that yields nothing

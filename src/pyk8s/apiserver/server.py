@@ -347,7 +347,7 @@ class APIServer:
         return app
 
     def _peer_cert(self, request: web.Request) -> bytes | None:
-        if type(request) is FastRequest:
+        if isinstance(request, FastRequest):
             return request.peer_cert
         transport = request.transport
         if transport is None:

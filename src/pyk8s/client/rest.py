@@ -234,7 +234,17 @@ class Client:
         if resource_version is not None:
             q["resourceVersion"] = resource_version
         server = self.server
-        url = server + resource_path(gvr, namespace) + "?" + urlencode(q)
+        target = resource_path(gvr, namespace) + "?" + urlencode(q)
+        local = getattr(self._pools.get(server), "stream", None)  # the server's in-process loopback
+        served = await local("GET", target) if local is not None else None
+        if served is not None:
+            status, refusal, chunks = served
+            if status >= 400:
+                raise _status_error(status, refusal)
+            async for ev in _events(chunks):
+                yield ev
+            return
+        url = server + target
         try:
             async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None,
                                                                            sock_read=timeout_seconds + 30)) as r:
@@ -242,16 +252,17 @@ class Client:
                     if r.status in UNAVAILABLE:
                         self.failover(server)
                     raise _status_error(r.status, await r.read())
-                async for ev in _watch_events(r):
+                async for ev in _events(r.content.iter_any()):
                     yield ev
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError):
             self.failover(server)  # the caller resumes from its last resourceVersion, on the next server
             raise
 
 
-async def _watch_events(r: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+async def _events(chunks: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
+    """Watch events from a stream's bytes, one JSON object per line."""
     buf = b""
-    async for chunk in r.content.iter_any():
+    async for chunk in chunks:
         if b"\n" not in chunk:
             buf += chunk
             continue
