@@ -31,11 +31,14 @@ log = logging.getLogger("pyk8s.apiserver.watchcache")
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
-# How much history each resource keeps for watch resumption: at least this many
-# seconds, and at least this many events (upstream keeps a window of a few minutes).
-HISTORY_SECONDS = 300.0
+# How much history each resource keeps for watch resumption: at least this many seconds
+# and this many events, at most HISTORY_MAX_EVENTS. Upstream's watch cache keeps 75 s
+# (a bookmark interval plus 15 s) in at most 100 × 1024 events per resource; a client
+# resuming from further back gets 410 and lists again. Every remembered event holds its
+# object and its JSON: with 5,000 heartbeating nodes, 5 minutes of it was gigabytes.
+HISTORY_SECONDS = 75.0
 HISTORY_MIN_EVENTS = 1000
-HISTORY_MAX_EVENTS = 200_000
+HISTORY_MAX_EVENTS = 100 * 1024
 WATCHER_MAX_PENDING = 100_000
 
 
