@@ -20,7 +20,7 @@ from ..api.resources import Registry, Resource
 from ..storage import CompactedError, FutureRevisionError
 from . import tables
 from .codec import JSON_TYPES, decode_body, encode, media_type
-from .negotiation import Output, choose_output, parse_accept
+from .negotiation import Output, output_for
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy
 from .selectors import build_predicate
@@ -113,7 +113,7 @@ class ResourceHandler:
     # ---- entry --------------------------------------------------------------------------
     async def handle(self, request: web.Request, info: RequestInfo, res: Resource, ctx: RequestContext) -> web.StreamResponse:
         q = request.query
-        out = choose_output(parse_accept(request.headers.get("Accept")))
+        out = output_for(request.headers.get("Accept"))
         if out is None:
             raise E.new_not_acceptable(
                 "only the following media types are accepted: application/json, application/yaml, "

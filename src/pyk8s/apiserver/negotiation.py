@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MediaType", "parse_accept", "choose_output", "Output"]
+__all__ = ["MediaType", "parse_accept", "choose_output", "output_for", "Output"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +67,21 @@ def choose_output(accept: list[MediaType], allow_table: bool = True) -> Output |
                 continue
             return Output(fmt, "", "", base)
     return None
+
+
+_OUTPUTS: dict[str | None, Output | None] = {}
+
+
+def output_for(accept: str | None) -> Output | None:
+    """choose_output(parse_accept(accept)), remembered per header text: clients send a few
+    Accept values over and over (Output is immutable, so one instance serves them all)."""
+    try:
+        return _OUTPUTS[accept]
+    except KeyError:
+        pass
+    out = choose_output(parse_accept(accept))
+    if accept is None or len(accept) <= 256:
+        if len(_OUTPUTS) >= 256:
+            _OUTPUTS.clear()
+        _OUTPUTS[accept] = out
+    return out
