@@ -658,8 +658,12 @@ class Profile:
             if not st.is_success():
                 diag.set_rows(np.array([row]), diag.add_status(st))
                 drop.append(row)
-        if drop:
-            feasible = feasible[~np.isin(feasible, drop)]
+        if drop and feasible.size:  # feasible is ascending: find the dropped rows by bisection
+            want = np.asarray(drop, dtype=np.int64)
+            pos = np.minimum(np.searchsorted(feasible, want), feasible.size - 1)
+            keep = np.ones(feasible.size, dtype=bool)
+            keep[pos[feasible[pos] == want]] = False
+            feasible = feasible[keep]
         return feasible
 
     def _percentage(self) -> int:
