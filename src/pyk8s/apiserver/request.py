@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["RequestInfo", "parse_path"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RequestInfo:
+    """Immutable: parse_path hands one instance out for every request to the same path."""
+
     is_resource: bool = False
     path: str = ""
     prefix: str = ""  # "api" | "apis" | ""
@@ -18,52 +20,57 @@ class RequestInfo:
     resource: str = ""
     name: str = ""
     subresource: str = ""
-    parts: list[str] = field(default_factory=list)  # path after the subresource (proxy)
+    parts: tuple[str, ...] = ()  # path after the subresource (proxy)
     legacy_watch: bool = False
     verb: str = ""
 
 
+_PARSED: dict[str, RequestInfo] = {}
+
+
 def parse_path(path: str) -> RequestInfo:
-    info = RequestInfo(path=path)
+    """What a URL path names; remembered per path (bounded): clients repeat collection paths."""
+    info = _PARSED.get(path)
+    if info is None:
+        info = _parse(path)
+        if len(path) <= 512:
+            if len(_PARSED) >= 4096:
+                _PARSED.clear()
+            _PARSED[path] = info
+    return info
+
+
+def _parse(path: str) -> RequestInfo:
     segs = [s for s in path.split("/") if s != ""]
     if not segs or segs[0] not in ("api", "apis"):
-        return info
-    info.prefix = segs[0]
-    if segs[0] == "api":
+        return RequestInfo(path=path)
+    prefix = segs[0]
+    group = ""
+    if prefix == "api":
         if len(segs) < 2:
-            return info
-        info.version = segs[1]
+            return RequestInfo(path=path, prefix=prefix)
+        version = segs[1]
         rest = segs[2:]
     else:
         if len(segs) < 3:
-            if len(segs) == 2:
-                info.group = segs[1]
-            return info
-        info.group, info.version = segs[1], segs[2]
+            return RequestInfo(path=path, prefix=prefix, group=segs[1] if len(segs) == 2 else "")
+        group, version = segs[1], segs[2]
         rest = segs[3:]
     if not rest:
-        return info
-    info.is_resource = True
+        return RequestInfo(path=path, prefix=prefix, group=group, version=version)
+    legacy_watch = False
     if rest[0] == "watch":
-        info.legacy_watch = True
+        legacy_watch = True
         rest = rest[1:]
         if not rest:
-            info.is_resource = False
-            return info
+            return RequestInfo(path=path, prefix=prefix, group=group, version=version, legacy_watch=True)
+    namespace = None
     if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
-        info.namespace = rest[1]
+        namespace = rest[1]
         rest = rest[2:]
     elif rest[0] == "namespaces" and len(rest) >= 2:
         # the namespaces resource itself: /namespaces/{name}[/status|/finalize]
-        info.resource = "namespaces"
-        info.name = rest[1]
-        info.subresource = rest[2] if len(rest) > 2 else ""
-        return info
-    info.resource = rest[0]
-    if len(rest) > 1:
-        info.name = rest[1]
-    if len(rest) > 2:
-        info.subresource = rest[2]
-    if len(rest) > 3:
-        info.parts = rest[3:]
-    return info
+        return RequestInfo(True, path, prefix, group, version, None, "namespaces", rest[1],
+                           rest[2] if len(rest) > 2 else "", (), legacy_watch)
+    return RequestInfo(True, path, prefix, group, version, namespace, rest[0], rest[1] if len(rest) > 1 else "",
+                       rest[2] if len(rest) > 2 else "", tuple(rest[3:]), legacy_watch)
