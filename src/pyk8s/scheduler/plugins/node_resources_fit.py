@@ -107,12 +107,13 @@ class NodeResourcesFit(Plugin):
         checks = self._checks(pod)
         flag_rows, cols, need, other = self._split_checks(pod, table)
         take = table.take
-        # One gather per matrix for the fixed resources (pods, cpu, memory, ephemeral-storage).
-        alloc = table.alloc.dense[:, rows]
+        # One gather per matrix for the fixed resources (pods, cpu, memory, ephemeral-storage);
+        # take() along the axis, as 2-D fancy indexing costs several times more.
+        alloc = table.alloc.dense.take(rows, axis=1)
         flags = np.empty((len(checks) + 1, rows.size), dtype=bool)
         flags[0] = take(table.npods, rows) + 1 > alloc[table.res_index[PODS]]
         if cols:
-            flags[flag_rows] = need > alloc[cols] - table.req.dense[:, rows][cols]
+            flags[flag_rows] = need > alloc[cols] - table.req.dense.take(rows, axis=1)[cols]
         for k, r, q in other:
             col = table.res_index.get(r)
             if col is None:
