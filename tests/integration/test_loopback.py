@@ -23,6 +23,15 @@ from pyk8s.cluster import component_client
 CM = ("", "v1", "configmaps")
 
 
+def _admin(server: APIServer, loopback: bool = True) -> Client:
+    return component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback",
+                            loopback=loopback)
+
+
+def _nobody(server: APIServer) -> Client:
+    return component_client(server, "someone", [], "test/loopback")
+
+
 def _run(tmp: Path, body: Any) -> None:
     async def main() -> None:
         server = APIServer(ServerConfig(data_dir=str(tmp), port=0))
@@ -37,9 +46,7 @@ def _run(tmp: Path, body: Any) -> None:
 
 def test_loopback_answers_as_the_network_does(tmp_path: Path) -> None:
     async def body(server: APIServer) -> None:
-        loop_c = component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback")
-        net_c = component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback",
-                                 loopback=False)
+        loop_c, net_c = _admin(server), _admin(server, loopback=False)
         assert isinstance(loop_c._pool(server.url), LoopbackPool)
         try:
             a = await loop_c.create(CM, {"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}},
@@ -69,7 +76,7 @@ def test_loopback_answers_as_the_network_does(tmp_path: Path) -> None:
 
 def test_loopback_keeps_the_components_identity(tmp_path: Path) -> None:
     async def body(server: APIServer) -> None:
-        nobody = component_client(server, "someone", [], "test/loopback")
+        nobody = _nobody(server)
         try:
             with pytest.raises(StatusError) as e:
                 await nobody.list(("", "v1", "secrets"), "kube-system")
@@ -83,7 +90,7 @@ def test_loopback_keeps_the_components_identity(tmp_path: Path) -> None:
 
 def test_a_cancelled_caller_does_not_cut_the_write(tmp_path: Path) -> None:
     async def body(server: APIServer) -> None:
-        c = component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback")
+        c = _admin(server)
         try:
             t = asyncio.ensure_future(c.create(CM, {"metadata": {"name": "late"}}, "default"))
             await asyncio.sleep(0)
@@ -107,8 +114,8 @@ def test_a_cancelled_caller_does_not_cut_the_write(tmp_path: Path) -> None:
 
 def test_watches_in_process(tmp_path: Path) -> None:
     async def body(server: APIServer) -> None:
-        c: Client = component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback")
-        nobody = component_client(server, "someone", [], "test/loopback")
+        c: Client = _admin(server)
+        nobody = _nobody(server)
         assert server.caches is not None
         cms = next(cache for prefix, cache in server.caches.caches.items() if prefix.endswith("/configmaps/"))
         try:
@@ -153,7 +160,7 @@ def test_watches_in_process(tmp_path: Path) -> None:
 
 def test_streams_other_than_watches_use_the_network(tmp_path: Path) -> None:
     async def body(server: APIServer) -> None:
-        c = component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback")
+        c = _admin(server)
         try:
             pool = c._pool(server.url)
             assert isinstance(pool, LoopbackPool)

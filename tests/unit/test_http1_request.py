@@ -66,7 +66,7 @@ def test_path_and_query_as_aiohttp_reads_them(target: str) -> None:
     ("/api/v1/namespaces/d/configmaps/log", True),
 ])
 def test_streaming_requests_are_left_to_aiohttp(target: str, streams: bool) -> None:
-    assert _streams("GET", target) is streams
+    assert _streams(target) is streams
 
 
 class _Transport(asyncio.Transport):

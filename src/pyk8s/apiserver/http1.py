@@ -23,12 +23,12 @@ from collections.abc import Awaitable, Callable
 from email.utils import formatdate
 from typing import Any
 
-import orjson
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy, MultiDictProxy
 from yarl import URL
 
 from ..api import errors as E
+from .handlers import status_response
 
 log = logging.getLogger("pyk8s.apiserver.http")
 
@@ -67,10 +67,6 @@ class FastRequest:
         return self._url.path_qs
 
     @property
-    def rel_url(self) -> URL:
-        return self._url
-
-    @property
     def query(self) -> MultiDictProxy[str]:
         if self._query is None:
             self._query = self._url.query
@@ -79,14 +75,6 @@ class FastRequest:
     @property
     def can_read_body(self) -> bool:
         return bool(self._body)
-
-    @property
-    def body_exists(self) -> bool:
-        return bool(self._body)
-
-    @property
-    def content_type(self) -> str:
-        return self.headers.get("Content-Type", "application/octet-stream").split(";", 1)[0].strip().lower()
 
     async def read(self) -> bytes:
         return self._body
@@ -101,12 +89,26 @@ class FastRequest:
         self._items[key] = value
 
 
-def _streams(method: str, target: str) -> bool:
-    """Whether a request's answer streams (aiohttp serves those)."""
+def takes_connection(path: str) -> bool:
+    """Logs, exec/attach/port-forward and proxies: answers that stream from elsewhere or take
+    over the connection (never served without a socket, see loopback.py)."""
+    return "/proxy" in path or path.rstrip("/").endswith(_STREAMING_TAILS)
+
+
+def _streams(target: str) -> bool:
+    """Whether a request's answer streams (aiohttp serves those): a watch, or takes_connection."""
     path, _, qs = target.partition("?")
-    if "watch" in qs or "/watch/" in path or "/proxy" in path:
-        return True
-    return path.rstrip("/").endswith(_STREAMING_TAILS)
+    return "watch" in qs or "/watch/" in path or takes_connection(path)
+
+
+def response_body(resp: web.StreamResponse) -> bytes:
+    """The body of a handler's (unprepared) web.Response: handlers give bytes or nothing."""
+    body = getattr(resp, "body", None)
+    if body is None:
+        return b""
+    if not isinstance(body, (bytes, bytearray)):
+        raise TypeError(f"response body of type {type(body).__name__}")
+    return bytes(body)
 
 
 class _Date:
@@ -126,11 +128,7 @@ class _Date:
 def serialize(resp: web.StreamResponse, keep_alive: bool) -> bytes:
     """Status line, headers and body of a handler's (unprepared) web.Response."""
     status = resp.status
-    body = getattr(resp, "body", None)
-    if body is None:
-        body = b""
-    elif not isinstance(body, (bytes, bytearray)):
-        raise TypeError(f"response body of type {type(body).__name__}")
+    body = response_body(resp)
     head = [b"HTTP/1.1 %d %s\r\n" % (status, resp.reason.encode("latin-1"))]
     has_ct = False
     for k, v in resp.headers.items():
@@ -223,7 +221,7 @@ class HTTP1Protocol(asyncio.Protocol):
             self._hand_off()
             return
         if method not in _METHODS or version != "HTTP/1.1" or not target.startswith("/") \
-                or _streams(method, target):
+                or _streams(target):
             self._hand_off()
             return
         headers: CIMultiDict[str] = CIMultiDict()
@@ -248,7 +246,7 @@ class HTTP1Protocol(asyncio.Protocol):
                 keep_alive = False
             headers.add(name, value)
         if length > self.max_body:
-            self._refuse_body(length)
+            self._refuse_body()
             return
         start = end + 4
         if len(buf) < start + length:
@@ -288,16 +286,13 @@ class HTTP1Protocol(asyncio.Protocol):
         if self.buf:
             self._next()
 
-    def _refuse_body(self, length: int) -> None:
+    def _refuse_body(self) -> None:
         """413 as upstream answers a body over its limit; the connection ends, the rest unread."""
-        err = E.new_request_entity_too_large(f"limit is {self.max_body}")
-        body = orjson.dumps(err.status())
         self.busy = True
         self.buf = bytearray()
         assert self.transport is not None
-        self.transport.write(b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: %d\r\nConnection: close\r\nDate: %s\r\n\r\n%s"
-                             % (len(body), _Date.get(), body))
+        err = E.new_request_entity_too_large(f"limit is {self.max_body}")
+        self.transport.write(serialize(status_response(err), keep_alive=False))
         self.transport.close()
 
     def _hand_off(self) -> None:

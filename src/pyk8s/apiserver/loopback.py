@@ -26,7 +26,7 @@ from typing import Any
 from aiohttp import HttpVersion11
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .http1 import _STREAMING_TAILS, FastRequest, _streams
+from .http1 import FastRequest, _streams, response_body, takes_connection
 
 
 class _Stream:
@@ -151,10 +151,14 @@ class LoopbackPool:
         self.fallback = fallback  # the network pool, for requests that stream
         self.loop = asyncio.get_running_loop()  # the server's: its objects are not thread-safe
 
+    def _local(self) -> bool:
+        """Whether a call can go straight in: the server is up and this is its event loop."""
+        return self.server.app is not None and asyncio.get_running_loop() is self.loop
+
     async def request(self, method: str, target: str, body: bytes | None, content_type: str | None,
                       timeout: float) -> tuple[int, bytes]:
         server = self.server
-        if server.app is None or _streams(method, target) or asyncio.get_running_loop() is not self.loop:
+        if not self._local() or _streams(target):
             return await self.fallback.request(method, target, body, content_type, timeout)  # type: ignore[no-any-return]
         h: CIMultiDict[str] = CIMultiDict(self.fixed)
         if body is not None:
@@ -167,20 +171,13 @@ class LoopbackPool:
         task = asyncio.ensure_future(server._entry(req))
         async with asyncio.timeout(timeout):
             resp = await asyncio.shield(task)
-        data = getattr(resp, "body", None)
-        if data is None:
-            data = b""
-        elif not isinstance(data, (bytes, bytearray)):
-            raise TypeError(f"loopback answer body of type {type(data).__name__}")
-        return resp.status, bytes(data)
+        return resp.status, response_body(resp)
 
     async def stream(self, method: str, target: str) -> tuple[int, bytes, AsyncIterator[bytes]] | None:
         """A watch served in-process: (status, body of a refusal, chunks of the stream), or None
         when it must go over the network (another thread's loop, or a kind of stream we do not carry)."""
         server = self.server
-        path = target.partition("?")[0]
-        if server.app is None or asyncio.get_running_loop() is not self.loop or method != "GET" \
-                or "/proxy" in path or path.rstrip("/").endswith(_STREAMING_TAILS):
+        if not self._local() or method != "GET" or takes_connection(target.partition("?")[0]):
             return None
         stream = _Stream()
         req = StreamRequest(method, target, CIMultiDictProxy(CIMultiDict(self.fixed)), b"", _Transport(stream),  # type: ignore[arg-type]
@@ -192,7 +189,7 @@ class LoopbackPool:
             stream.started.cancel()
         if task in done and not task.result().prepared:  # refused (403, 410 ...): an ordinary answer
             resp = task.result()
-            return resp.status, bytes(resp.body or b""), _empty()
+            return resp.status, response_body(resp), _empty()
 
         async def finish() -> None:  # as aiohttp ends a handler's streamed answer
             try:

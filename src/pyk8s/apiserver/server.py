@@ -38,7 +38,9 @@ log = logging.getLogger("pyk8s.apiserver")
 __all__ = ["ServerConfig", "APIServer"]
 
 PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version"}
-CLIENT_MAX_SIZE = 4 * 1024 * 1024  # request bodies; the 3 MiB request limit is checked after reading
+# aiohttp's read limit, for the bodies it reads (chunked ones): above upstream's 3 MiB, which
+# decode_body and http1.py enforce with upstream's 413
+CLIENT_MAX_SIZE = 4 * 1024 * 1024
 KEEPALIVE_TIMEOUT = 75.0  # seconds an idle keep-alive connection is kept, aiohttp's default
 VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
