@@ -615,6 +615,7 @@ class LocalAgent:
                 return
             started.set_result(None)
             loop.run_forever()
+            _finish_tasks(loop)
             loop.close()
 
         self.thread = threading.Thread(target=run, name="kubelet", daemon=True)
@@ -630,6 +631,18 @@ class LocalAgent:
         loop.call_soon_threadsafe(loop.stop)
         if self.thread is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.thread.join, 10)
+
+
+def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what the kubelet still had running (say, a container's grace period) and let it
+    unwind before the loop closes, as asyncio.run does: closing over pending tasks printed
+    "Task was destroyed but it is pending!" for each. Containers keep running; a kubelet that
+    starts again adopts them."""
+    tasks = asyncio.all_tasks(loop)
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 def _serving_cert(server: Any, node: str, data_dir: str) -> tuple[str, str]:
