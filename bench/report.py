@@ -25,6 +25,15 @@ def percentile(values: list[float], p: float) -> float:
 
 def api_worker_pids(server_pid: int) -> list[int]:
     """The server's --api-workers processes (its children started with --api-worker), from /proc."""
+    return _children(server_pid, lambda argv: b"--api-worker" in argv)
+
+
+def scheduler_pids(server_pid: int) -> list[int]:
+    """The scheduler process `pyk8s server` starts (unless --in-process-scheduler), from /proc."""
+    return _children(server_pid, lambda argv: b"scheduler" in argv and b"--kubeconfig" in argv)
+
+
+def _children(server_pid: int, match: Any) -> list[int]:
     out = []
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -37,7 +46,7 @@ def api_worker_pids(server_pid: int) -> list[int]:
                     argv = f.read().split(b"\0")
             except (OSError, ValueError, IndexError):
                 continue
-            if b"--api-worker" in argv:
+            if match(argv):
                 out.append(int(d))
     return sorted(out)
 

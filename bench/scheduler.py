@@ -1,7 +1,7 @@
 """Scheduler throughput through the real API server: upstream scheduler_perf workloads.
 
 Each workload gets a fresh `pyk8s server` (a subprocess, as tests/cluster.py starts it) whose
-in-process scheduler binds the pods; this process creates the nodes and pods over HTTPS, as
+scheduler (the `pyk8s scheduler` process the server starts) binds the pods; this process creates the nodes and pods over HTTPS, as
 scheduler_perf's client does, and watches the measured namespace. Throughput is measured as
 upstream's throughputCollector does: the number of measured pods that became bound, sampled
 every second from the first bound pod on (the first sample skipped), averaged over the
@@ -22,10 +22,11 @@ chain (ServiceAccount, Priority), which upstream's bench disables, so pods carry
 volume and priorities come from PriorityClasses; everything shares this machine's cores.
 
     .venv/bin/python -m bench scheduler
-    BENCH_SCHED=SchedulingBasic,Preemption BENCH_SCHED_SCALE=0.2 BENCH_SCHED_MODE=separate ...
+    BENCH_SCHED=SchedulingBasic,Preemption BENCH_SCHED_SCALE=0.2 BENCH_SCHED_MODE=inprocess ...
 
-BENCH_SCHED_SCALE scales node and pod counts; BENCH_SCHED_MODE=separate runs the scheduler as
-its own process (`pyk8s scheduler`, as kube-scheduler is deployed) instead of inside the server;
+BENCH_SCHED_SCALE scales node and pod counts; the scheduler is the process `pyk8s server`
+starts (`pyk8s scheduler`, as kube-scheduler is deployed), or with BENCH_SCHED_MODE=inprocess
+the server's --in-process-scheduler;
 BENCH_API_WORKERS=2 serves the API from two processes (`pyk8s server --api-workers 2`).
 """
 
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from .report import api_worker_pids, row, warm_up
+from .report import api_worker_pids, row, scheduler_pids, warm_up
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -394,27 +394,22 @@ def run_one(w: Workload, scale: float, mode: str) -> dict[str, Any]:
 
     d = tempfile.mkdtemp(prefix="bench-sched-")
     extra = ["--disable", "controller-manager", "--api-workers", os.environ.get("BENCH_API_WORKERS", "1")]
-    if mode == "separate":
-        extra += ["--disable", "scheduler"]
+    if mode == "inprocess":
+        extra += ["--in-process-scheduler"]
     c = Cluster(d, extra)
     c.start(timeout=60)
-    sched = None
     try:
-        if mode == "separate":
-            sched = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "scheduler", "--kubeconfig", c.kubeconfig,
-                                      "--leader-elect=false"], cwd=REPO, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
         assert c.proc is not None
         pids = {"server": c.proc.pid, "bench": os.getpid()}
         for n, pid in enumerate(api_worker_pids(c.proc.pid), 1):
             pids[f"api worker {n}"] = pid
-        if sched is not None:
-            pids["scheduler"] = sched.pid
+        if mode != "inprocess":
+            deadline = time.monotonic() + 30
+            while not scheduler_pids(c.proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            pids["scheduler"] = scheduler_pids(c.proc.pid)[0]
         return asyncio.run(run_workload(w, c.kubeconfig, scale, pids))
     finally:
-        if sched is not None:
-            sched.terminate()
-            sched.wait(10)
         c.stop()
 
 
@@ -427,9 +422,9 @@ def main() -> None:
         pass
     wanted = [s for s in os.environ.get("BENCH_SCHED", "").split(",") if s]
     scale = float(os.environ.get("BENCH_SCHED_SCALE", "1"))
-    mode = os.environ.get("BENCH_SCHED_MODE", "inprocess")
+    mode = os.environ.get("BENCH_SCHED_MODE", "process")
     print(f"  scheduler_perf workloads through the API server ({os.cpu_count()} cores; scheduler "
-          f"{'in the server process' if mode != 'separate' else 'as its own process'}; "
+          f"{'in the server process' if mode == 'inprocess' else 'as its own process, as pyk8s server starts it'}; "
           f"{os.environ.get('BENCH_API_WORKERS', '1')} API process(es), BENCH_API_WORKERS; "
           "pods/s = upstream throughputCollector Average; anchor = upstream CI floor)")
     for w in workloads():

@@ -46,6 +46,24 @@ def component_client(server: Any, cn: str, orgs: list[str], user_agent: str, loo
     return client
 
 
+def scheduler_process(server: Any, verbosity: int = 0) -> Any:
+    """`pyk8s scheduler` as a child of the server, with its own identity in <data-dir>/scheduler.conf
+    (kubeadm's name for it); a fresh certificate at every start."""
+    import os
+    import sys
+
+    from .apiserver.certs import issue_client_cert
+    from .apiserver.kubeconfig import write_kubeconfig
+    from .supervisor import ChildProcess
+
+    path = os.path.join(os.path.abspath(server.config.data_dir), "scheduler.conf")
+    cert_pem, key_pem = issue_client_cert(server.pki, "system:kube-scheduler")
+    write_kubeconfig(path, server.url, server.pki.ca_cert_path.read_bytes(), cert_pem, key_pem,
+                     user="system:kube-scheduler")
+    argv = [sys.executable, "-m", "pyk8s.cli", "scheduler", "--kubeconfig", path, "--v", str(verbosity)]
+    return ChildProcess("scheduler", argv, b"pyk8s scheduler: running")
+
+
 async def start_components(server: Any, args: Any) -> list[Any]:
     disabled = set(getattr(args, "disable", None) or [])
     started: list[Any] = []
@@ -59,7 +77,12 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         cm = ControllerManager(client, root_ca=server.pki.ca_cert_path.read_bytes())
         await cm.start()
         started.append(cm)
-    if "scheduler" not in disabled:
+    if "scheduler" not in disabled and not getattr(args, "in_process_scheduler", False):
+        # kube-scheduler's own process, as upstream deploys it: its cycle gets a core of its own
+        sched = scheduler_process(server, getattr(args, "v", 0))
+        sched.start()
+        started.append(sched)
+    elif "scheduler" not in disabled:
         try:
             from .scheduler.runner import SchedulerRunner
         except ImportError:

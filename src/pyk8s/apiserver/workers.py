@@ -13,26 +13,17 @@ Workers die with the main process (PR_SET_PDEATHSIG) and are restarted if they e
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import logging
 import os
-import signal
 import sys
 from typing import Any
 
 from ..storage.remote import StoreServer
+from ..supervisor import ChildProcess
 
 log = logging.getLogger(__name__)
 
 SOCKET_NAME = "store.sock"
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the main server goes, even after kill -9."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
@@ -60,19 +51,28 @@ class APIWorkers:
         self.count = count
         self.socket_path = os.path.join(os.path.abspath(server.config.data_dir), SOCKET_NAME)
         self.store_server = StoreServer(server.store, self.socket_path)
-        self.procs: list[asyncio.subprocess.Process | None] = [None] * count
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stopping = False
+        self.children: list[ChildProcess] = []
 
     async def start(self) -> None:
         await self.store_server.start()
         argv = worker_argv(self.server, self.args, self.socket_path)
         for i in range(self.count):
-            self._tasks.append(asyncio.create_task(self._keep(i, argv), name=f"api-worker-{i + 1}"))
+            child = ChildProcess(f"API worker {i + 1}", argv, b"pyk8s api worker ready", env=self._env(i))
+            child.start()
+            self.children.append(child)
         await self.wait_ready()
         # The main process keeps the store, whose every write passes through its event loop: it
         # stops answering requests itself so that loop never makes the workers' writes wait.
         await self.server.stop_listening()
+
+    @staticmethod
+    def _env(i: int) -> Any:
+        def env() -> dict[str, str]:
+            e = dict(os.environ)
+            if e.get("PYK8S_PROFILE"):  # each process profiles into its own file
+                e["PYK8S_PROFILE"] += f".worker{i + 1}"
+            return e
+        return env
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
         """Until every worker listens (it says so on stdout), so the first requests already spread."""
@@ -85,42 +85,8 @@ class APIWorkers:
 
     @property
     def _ready(self) -> list[int]:
-        return [1 if getattr(p, "pyk8s_ready", False) else 0 for p in self.procs]
-
-    async def _keep(self, i: int, argv: list[str]) -> None:
-        backoff = 1.0
-        while not self._stopping:
-            env = dict(os.environ)
-            if env.get("PYK8S_PROFILE"):  # each process profiles into its own file
-                env["PYK8S_PROFILE"] += f".worker{i + 1}"
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=None, env=env, preexec_fn=_die_with_parent)
-            self.procs[i] = proc
-            assert proc.stdout is not None
-            async for line in proc.stdout:  # the worker prints one line once it listens
-                if line.startswith(b"pyk8s api worker ready"):
-                    proc.pyk8s_ready = True  # type: ignore[attr-defined]
-                    backoff = 1.0
-            rc = await proc.wait()
-            if self._stopping:
-                return
-            log.warning("API worker %d exited with %s; restarting in %.0fs", i + 1, rc, backoff)
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 30.0)
+        return [1 if c.ready.is_set() else 0 for c in self.children]
 
     async def stop(self) -> None:
-        self._stopping = True
-        for p in self.procs:
-            if p is not None and p.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    p.terminate()
-        for p in self.procs:
-            if p is not None:
-                try:
-                    await asyncio.wait_for(p.wait(), 10)
-                except TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):
-                        p.kill()
-        for t in self._tasks:
-            t.cancel()
+        await asyncio.gather(*(c.stop() for c in self.children))
         await self.store_server.stop()

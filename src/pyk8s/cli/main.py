@@ -54,6 +54,9 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
     p.add_argument("--disable", action="append", default=[],
                    help="components not to run: scheduler, controller-manager (repeatable)")
+    p.add_argument("--in-process-scheduler", action="store_true",
+                   help="run the scheduler on this process's event loop instead of as its own "
+                        "`pyk8s scheduler` process (one core for everything; less memory)")
     p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
 
 
