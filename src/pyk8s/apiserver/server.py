@@ -8,7 +8,6 @@ SPDY upgrades in one well-kept package): http1.py hands such connections to it.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import logging
 import os
@@ -21,7 +20,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from .. import KUBERNETES_VERSION
+from .. import KUBERNETES_VERSION, gctune
 from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..storage import Store, open_store
@@ -149,7 +148,7 @@ class APIServer:
         t0 = time.monotonic()
         # Every object lives in memory here and a write allocates hundreds of containers: with
         # CPython's default threshold (700) collections cost ~200 us per pod create (bench/api.py).
-        gc.set_threshold(20_000, 50, 100)
+        gctune.tune()
         cfg = self.config
         os.makedirs(cfg.data_dir, exist_ok=True)
         self.store = open_store(cfg.datastore_endpoint, cfg.data_dir, etcd_cafile=cfg.etcd_cafile,

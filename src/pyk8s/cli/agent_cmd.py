@@ -112,6 +112,9 @@ async def _agent(args: Any) -> int:
         await kl.stop()
         await client.close()
         return 1
+    from .. import gctune
+
+    gctune.freeze()
     print(f"pyk8s agent: node {cfg.node_name} running (data dir {os.path.abspath(cfg.data_dir)})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -102,6 +102,9 @@ async def _main(args: Any) -> int:
     cm = ControllerManager(client, names, leader_elect=args.leader_elect, root_ca=root_ca, options=options,
                            exit_on_lost_leadership=True)
     await cm.start()
+    from .. import gctune
+
+    gctune.freeze()
     lease = f"{args.leader_elect_resource_namespace}/{args.leader_elect_resource_name}"
     print(f"pyk8s controller-manager: running as {cm.identity}"
           + (f" (leader election on Lease {lease})" if args.leader_elect else ""), flush=True)

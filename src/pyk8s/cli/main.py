@@ -85,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command in ("server", "scheduler", "controller-manager", "sim", "agent"):
+        from .. import gctune
+
+        gctune.tune()
     if args.command == "server":
         return _run(_server(args), args.v)
     if args.command == "image":
@@ -180,6 +184,9 @@ async def _server(args: Any) -> int:
     except ImportError:
         pass
     kubeconfig = os.path.abspath(cfg.kubeconfig_path or os.path.join(cfg.data_dir, "kubeconfig.yaml"))
+    from .. import gctune
+
+    gctune.freeze()
     print(f"pyk8s {__version__}: Kubernetes {KUBERNETES_VERSION} API at {server.url}", flush=True)
     print(f"  kubeconfig: {kubeconfig}", flush=True)
     print(f"  try:        export KUBECONFIG={kubeconfig}; kubectl get ns", flush=True)
@@ -205,6 +212,9 @@ async def _server(args: Any) -> int:
 
 async def _api_worker(server: Any) -> int:
     """An API worker (--api-workers): serve until told to stop or the main server's store goes."""
+    from .. import gctune
+
+    gctune.freeze()
     print("pyk8s api worker ready", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -64,6 +64,9 @@ async def _main(args: Any) -> int:
         print(f"pyk8s scheduler: {e}", file=sys.stderr)
         return 1
     await runner.start()
+    from .. import gctune
+
+    gctune.freeze()
     print("pyk8s scheduler: running", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -131,6 +131,9 @@ async def _main(args: argparse.Namespace) -> int:
             last_line, last_print = line, now
         if not all_ready_reported and s["registered"] >= s["nodes"]:
             all_ready_reported = True
+            from .. import gctune
+
+            gctune.freeze()  # the nodes' state lives as long as this process
             msg = f"all {s['nodes']} nodes registered in {now - t0:.1f}s"
             print(("\r\x1b[K" if tty else "") + msg, flush=True)
     if tty:

@@ -1,0 +1,42 @@
+"""Cycle-collector settings for pyk8s's long-running processes (server, scheduler, controllers, sim, kubelet).
+
+These processes hold hundreds of thousands of long-lived objects (watch caches, informer stores,
+the scheduler's tables) and decode a fresh object for every request and watch event. With
+CPython's default thresholds (700, 10, 10) the youngest generation is collected every 700 net
+allocations, and what survives (every object an informer keeps) soon makes the older
+generations' collections walk the whole heap again. Measured: orjson.loads of a 1.9 KB pod
+event cost 3x as much with 16,000 pods held (101 µs against 32 µs after `gc.freeze()`), and
+the scheduler process spent 2.9 of its 16.8 CPU seconds in collections during `bench
+scheduler` SchedulingBasic (0.4 s with these settings).
+Nearly all of this garbage is acyclic and freed by reference counting; the cycle collector
+only has to run now and then, so the youngest generation gets a far larger threshold (and
+the older ones collect after 50 and 100 of the younger's runs instead of 10), and
+what exists once a process is up (modules, classes, caches filled at start) is frozen out
+of collections for good.
+
+PYK8S_GC=default keeps CPython's settings (for comparisons).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+
+YOUNG_THRESHOLD = 50_000
+
+
+def _enabled() -> bool:
+    return os.environ.get("PYK8S_GC", "") != "default"
+
+
+def tune() -> None:
+    """At process start."""
+    if _enabled():
+        gc.set_threshold(YOUNG_THRESHOLD, 50, 100)
+
+
+def freeze() -> None:
+    """Once the process is up: move every object alive now to the permanent generation."""
+    if _enabled():
+        gc.collect()
+        gc.freeze()
