@@ -203,7 +203,8 @@ class NodeLifecycleController(Controller):
                 states[z] = "Normal"
         all_disrupted = bool(states) and all(s == "FullDisruption" for s in states.values())
         if all_disrupted and not self.all_disrupted:
-            log.warning("Controller detected that all Nodes are not-Ready. Entering master disruption mode.")
+            # info, as upstream logs it: a fresh one-node cluster passes through this while its kubelet starts
+            log.info("Controller detected that all Nodes are not-Ready. Entering master disruption mode.")
         if not all_disrupted and self.all_disrupted:
             log.info("Controller detected that some Nodes are Ready. Exiting master disruption mode.")
             # as upstream: start the grace period afresh for everyone
