@@ -46,6 +46,27 @@ def component_client(server: Any, cn: str, orgs: list[str], user_agent: str, loo
     return client
 
 
+async def _default_service_account(client: Any, timeout: float = 10.0) -> None:
+    """Until the controllers made default/default: a pod created before its namespace's default
+    ServiceAccount exists is refused by admission (as upstream's is), and a fresh `pyk8s server`
+    announces itself ready for pods."""
+    import asyncio
+
+    from .api.errors import StatusError
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        try:
+            await client.get(("", "v1", "serviceaccounts"), "default", "default")
+            return
+        except StatusError as e:
+            if e.code != 404:
+                raise
+        await asyncio.sleep(0.02)
+    log.warning("the default ServiceAccount was not created within %.0fs", timeout)
+
+
 def scheduler_process(server: Any, verbosity: int = 0) -> Any:
     """`pyk8s scheduler` as a child of the server, with its own identity in <data-dir>/scheduler.conf
     (kubeadm's name for it); a fresh certificate at every start."""
@@ -77,6 +98,7 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         cm = ControllerManager(client, root_ca=server.pki.ca_cert_path.read_bytes())
         await cm.start()
         started.append(cm)
+        await _default_service_account(client)
     if "scheduler" not in disabled and not getattr(args, "in_process_scheduler", False):
         # kube-scheduler's own process, as upstream deploys it: its cycle gets a core of its own
         sched = scheduler_process(server, getattr(args, "v", 0))
