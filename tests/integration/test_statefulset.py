@@ -138,7 +138,10 @@ def test_ordered_ready_blocks_on_unready_pod_parallel_does_not(cluster, nodes):
     # fixing the template does not move a broken web-0 (as upstream); deleting it does
     cluster.kubectl("set", "image", "sts/blocked", "c=busybox:1.36")
     wait_for(lambda: sts_status(cluster, "blocked").get("observedGeneration") == 2, what="generation 2 seen")
-    cluster.kubectl("delete", "pod", "blocked-0")
+    # --wait=false: the set recreates the pod under the same name at once, and kubectl's wait for
+    # the old one sometimes hung until its 60 s timeout here (see the session notes); what the
+    # test checks is the recreated pod, waited for below
+    cluster.kubectl("delete", "pod", "blocked-0", "--wait=false")
     wait_for(lambda: sts_status(cluster, "blocked").get("readyReplicas") == 3, what="blocked set recovers")
     st = sts_status(cluster, "blocked")
     assert st["currentRevision"] == st["updateRevision"]
@@ -186,7 +189,7 @@ def test_on_delete_replaces_only_deleted_pods(cluster, nodes):
     cluster.kubectl("set", "image", "sts/od", "c=nginx:1.27")
     wait_for(lambda: sts_status(cluster, "od").get("updateRevision") not in (None, old_rev), what="new revision")
     assert {p["metadata"]["labels"]["controller-revision-hash"] for p in pods(cluster, "od").values()} == {old_rev}
-    cluster.kubectl("delete", "pod", "od-1")
+    cluster.kubectl("delete", "pod", "od-1", "--wait=false")  # as above
     wait_for(lambda: sts_status(cluster, "od").get("updatedReplicas") == 1
              and sts_status(cluster, "od").get("readyReplicas") == 2, what="od-1 recreated at the new revision")
     ps = pods(cluster, "od")
