@@ -69,12 +69,15 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
         else:
             if cur_ext is None:
                 raise E.new_not_found(res.resource, name, res.group)
+            # cur_ext is this attempt's own copy (RestStorage.update copies the cached object): the
+            # merge patches change it rather than copy it again
             if ct == JSON_PATCH:
                 new = P.apply_json_patch(cur_ext, patch_doc)
             elif ct == MERGE_PATCH:
-                new = P.apply_merge_patch(cur_ext, patch_doc)
+                new = P.apply_merge_patch(cur_ext, patch_doc, in_place=True)
             else:
-                new = P.apply_strategic_merge_patch(cur_ext, patch_doc, res.group, res.version, res.kind)
+                new = P.apply_strategic_merge_patch(cur_ext, patch_doc, res.group, res.version, res.kind,
+                                                    in_place=True)
             if not isinstance(new, dict):
                 raise E.new_bad_request("patch produced a non-object")
             h.check_fields(new, res, ctx)

@@ -438,8 +438,9 @@ def _exclude(fs: FieldSet, ignored: FieldSet) -> FieldSet:
 
 
 def _smd_update(ctx: _Ctx, old: dict[str, Any], new: dict[str, Any], managers: dict[str, _VS], workflow: str,
-                force: bool) -> tuple[dict[str, _VS], tuple[FieldSet, FieldSet, FieldSet]]:
-    added, modified, removed = compare(old, new, ctx.t)
+                force: bool, diff: tuple[FieldSet, FieldSet, FieldSet] | None = None,
+                ) -> tuple[dict[str, _VS], tuple[FieldSet, FieldSet, FieldSet]]:
+    added, modified, removed = diff if diff is not None else compare(old, new, ctx.t)
     if not any(mid != workflow for mid in managers):
         # nobody else owns fields (every create): no conflicts to find, nobody loses fields
         return {mid: vs for mid, vs in managers.items() if not vs.set.empty()}, (added, modified, removed)
@@ -472,8 +473,8 @@ def _smd_update(ctx: _Ctx, old: dict[str, Any], new: dict[str, Any], managers: d
 
 
 def _smd_update_manager(ctx: _Ctx, live: dict[str, Any], new: dict[str, Any], managers: dict[str, _VS],
-                        mid: str) -> dict[str, _VS]:
-    managers, (added, modified, removed) = _smd_update(ctx, live, new, managers, mid, True)
+                        mid: str, diff: tuple[FieldSet, FieldSet, FieldSet] | None = None) -> dict[str, _VS]:
+    managers, (added, modified, removed) = _smd_update(ctx, live, new, managers, mid, True, diff)
     prev = managers.get(mid)
     s = (prev.set if prev else FieldSet()).union(modified).union(added).difference(removed)
     s = _exclude(s, ctx.ignored)
@@ -521,7 +522,15 @@ def _smd_apply(ctx: _Ctx, live: dict[str, Any], config: dict[str, Any], config_s
 def _update_chain(ctx: _Ctx, live: dict[str, Any], new: dict[str, Any], managed: _Managed, manager: str) -> _Managed:
     """capManagers(buildManagerInfo(managedFieldsUpdater(stripMeta(structuredMerge)))).Update"""
     mid = _manager_id(manager, "Update", ctx.version, ctx.subresource)
-    fields = _smd_update_manager(ctx, live, new, dict(managed.fields), _CURRENT_OPERATION)
+    before = managed.fields.get(mid)
+    if before is not None:
+        diff = compare(live, new, ctx.t)
+        same = _owned_change(ctx, diff, managed, mid, before)
+        if same is not None:
+            return same
+        fields = _smd_update_manager(ctx, live, new, dict(managed.fields), _CURRENT_OPERATION, diff)
+    else:
+        fields = _smd_update_manager(ctx, live, new, dict(managed.fields), _CURRENT_OPERATION)
     _strip(fields, _CURRENT_OPERATION)
     times = dict(managed.times)
     vs = fields.pop(_CURRENT_OPERATION, None)
@@ -538,6 +547,65 @@ def _update_chain(ctx: _Ctx, live: dict[str, Any], new: dict[str, Any], managed:
     m = _Managed(fields, times)
     _cap(m)
     return m
+
+
+def _owned_change(ctx: _Ctx, diff: tuple[FieldSet, FieldSet, FieldSet], managed: _Managed, mid: str,
+                  before: _VS) -> _Managed | None:
+    """What _update_chain gives when the write only changed fields `mid` owns already and nobody
+    else owns (a Lease renewal, a heartbeat, a status patch by its usual writer), worked out
+    without the set algebra: every manager keeps its set and `mid`'s time moves if anything
+    changed. None when that does not follow (fields removed, shared, new to `mid`, never-owned
+    fields, empty sets to drop, too many managers): the general path decides then."""
+    added, modified, removed = diff
+    if not removed.empty():
+        return None
+    changed = _exclude(modified.union(added), ctx.ignored)
+    if not _disjoint(changed, _STRIP) or not _subset(changed, before.set):
+        return None
+    updaters = 0
+    for other, vs in managed.fields.items():
+        if vs.set.empty():
+            return None
+        if not vs.applied:
+            updaters += 1
+        if other != mid and not _disjoint(changed, vs.set):
+            return None
+    if updaters > MAX_UPDATE_MANAGERS:
+        return None
+    fields = dict(managed.fields)
+    fields[mid] = _VS(before.set, ctx.version, False, before.wire)
+    times = dict(managed.times)
+    if not changed.empty():
+        times[mid] = ctx.now
+    return _Managed(fields, times)
+
+
+def _subset(a: FieldSet, b: FieldSet) -> bool:
+    """Every path of `a` is a path of `b` (walks `a` only)."""
+    if not a.members <= b.members:
+        return False
+    for pe, c in a.children.items():
+        bc = b.children.get(pe)
+        if bc is None:
+            if not c.empty():
+                return False
+        elif not _subset(c, bc):
+            return False
+    return True
+
+
+def _disjoint(a: FieldSet, b: FieldSet) -> bool:
+    """No path in both (walks the smaller side's levels only)."""
+    if not a.members.isdisjoint(b.members):
+        return False
+    ac, bc = a.children, b.children
+    if len(bc) < len(ac):
+        ac, bc = bc, ac
+    for pe, c in ac.items():
+        other = bc.get(pe)
+        if other is not None and not _disjoint(c, other):
+            return False
+    return True
 
 
 def _typed_patch_error(ctx: _Ctx, config: dict[str, Any], err: TypedError) -> StatusError:

@@ -60,11 +60,12 @@ def _merge_docs(doc: dict[str, Any], patch: dict[str, Any]) -> None:
             doc[k] = _merge_value(cur, v)
 
 
-def apply_merge_patch(obj: Any, patch: Any) -> Any:
+def apply_merge_patch(obj: Any, patch: Any, *, in_place: bool = False) -> Any:
     """Apply a JSON merge patch to `obj` and return the result (inputs untouched).
 
     `patch` is decoded JSON or its text. Raises 400 "Invalid JSON Patch" for a patch that
-    is not an object or an array."""
+    is not an object or an array. `in_place`: `obj` is the caller's own copy, to merge into
+    rather than copy again (the API server's patch path; the patch is still never aliased)."""
     if isinstance(patch, (bytes, bytearray, str)):
         try:
             patch = json.loads(patch)
@@ -76,7 +77,7 @@ def apply_merge_patch(obj: Any, patch: Any) -> Any:
         raise bad_request(INVALID_JSON_PATCH)
     if not isinstance(obj, dict):
         return _prune_nulls(patch)
-    doc = deepcopy_json(obj)
+    doc = obj if in_place else deepcopy_json(obj)
     _merge_docs(doc, patch)
     return doc
 

@@ -719,12 +719,13 @@ def _meta_for(group: str, version: str, kind: str, schema: dict[str, Any] | None
 
 def apply_strategic_merge_patch(obj: dict[str, Any], patch: Any, group: str, version: str, kind: str, *,
                                 schema: dict[str, Any] | None = None,
-                                allow_unknown: bool = False) -> dict[str, Any]:
+                                allow_unknown: bool = False, in_place: bool = False) -> dict[str, Any]:
     """Apply a strategic merge patch to a wire-form object of group/version/kind.
 
     Returns a new dict (inputs are not mutated). `patch` is the decoded JSON object or its
     text. `schema` overrides the built-in definition lookup; `allow_unknown` applies the patch
-    with JSON-merge semantics to kinds without a schema instead of refusing with 415."""
+    with JSON-merge semantics to kinds without a schema instead of refusing with 415.
+    `in_place`: `obj` is the caller's own copy, to change rather than copy again."""
     meta = _meta_for(group, version, kind, schema, allow_unknown)
     if isinstance(patch, (bytes, bytearray, str)):
         import json
@@ -738,7 +739,8 @@ def apply_strategic_merge_patch(obj: dict[str, Any], patch: Any, group: str, ver
     if not isinstance(patch, dict):
         raise bad_request(f"json: cannot unmarshal {_json_word(patch)} into Go value of type map[string]interface {{}}")
     try:
-        return _merge_map(deepcopy_json(obj) if obj is not None else {}, deepcopy_json(patch), meta, _SERVER)
+        doc = (obj if in_place else deepcopy_json(obj)) if obj is not None else {}
+        return _merge_map(doc, deepcopy_json(patch), meta, _SERVER)
     except StrategicMergePatchError as e:
         raise e.status_error() from e
 

@@ -16,13 +16,14 @@ because these checks run on every write.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from typing import Any
 
 from pyk8s.api.definitions import definition_for_gvk, definitions
 
 from ..validation._memo import KnownValid, content_key, memo_str
-from ._gocompat import base64_error, go_number_literal, parse_rfc3339_error, quantity_error
+from ._gocompat import _days_in, base64_error, go_number_literal, parse_rfc3339_error, quantity_error
 
 __all__ = [
     "unknown_fields",
@@ -433,8 +434,21 @@ class _TypeWalk:
 @functools.lru_cache(maxsize=16384)
 def _time_error(v: str, micro: bool) -> str | None:
     """parse_rfc3339_error, memoised: most timestamps of an object (transition times, managedFields
-    times) are the same on every write of it."""
-    return parse_rfc3339_error(v, micro=micro)
+    times) are the same on every write of it. A time in the form servers and clients write
+    (2006-01-02T15:04:05[.frac]Z) is settled by one match and range checks: a Lease renewal's
+    renewTime is new on every write, and the full parser took ~20 us of it."""
+    m = _PLAIN_TIME.fullmatch(v)
+    if m is not None:
+        year, month, day, hour, minute, sec, frac = m.groups()
+        mo = int(month)
+        # what the full parser accepts on this path: exactly six fraction digits for MicroTime
+        if ((len(frac) == 7 if micro else True) and 1 <= mo <= 12 and int(hour) < 24 and int(minute) < 60
+                and int(sec) < 60 and 1 <= int(day) <= _days_in(mo, int(year))):
+            return None
+    return parse_rfc3339_error(v, micro=micro)  # anything else, and every error text
+
+
+_PLAIN_TIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(|\.[0-9]+)Z", re.ASCII)
 
 
 def _scalar_fits(node: _Node, v: Any) -> bool:
