@@ -29,6 +29,7 @@ from pyk8s.apiserver.handlers import ResourceHandler
 from pyk8s.apiserver.rest import RequestContext, RestStorage
 from pyk8s.storage.sqlite import SQLiteStore
 
+from ._request import BodyRequest
 from ._same import same
 
 T0 = "2026-01-01T00:00:00Z"
@@ -279,16 +280,6 @@ def test_owned_change_keeps_time_when_nothing_changed() -> None:
 # end to end: the sim's patches through the API server's patch handler
 
 
-class _Request:
-    def __init__(self, body: bytes, content_type: str) -> None:
-        self.headers = {"Content-Type": content_type}
-        self.query: dict[str, str] = {}
-        self._body = body
-
-    async def read(self) -> bytes:
-        return self._body
-
-
 async def _run_writes(tmp: Path, seed: int) -> list[bytes]:
     """Creates and patches through ResourceHandler.patch; the replies and the stored objects."""
     r = random.Random(seed)
@@ -343,7 +334,7 @@ async def _run_writes(tmp: Path, seed: int) -> list[bytes]:
             body = {"status": _pod_status(i, r)}
         ctx = RequestContext(field_manager=manager, subresource=sub)
         try:
-            obj, created = await patching.patch(h, _Request(orjson.dumps(body), ct), res, ns, name, ctx)  # type: ignore[arg-type]
+            obj, created = await patching.patch(h, BodyRequest(orjson.dumps(body), ct), res, ns, name, ctx)  # type: ignore[arg-type]
             out.append(orjson.dumps([created, obj], option=orjson.OPT_SORT_KEYS))
             out.append(orjson.dumps(obj))  # key order too
         except StatusError as e:  # the refusal is part of what must not change

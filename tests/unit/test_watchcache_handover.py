@@ -20,19 +20,10 @@ from pyk8s.apiserver.negotiation import Output
 from pyk8s.apiserver.rest import RequestContext, RestStorage
 from pyk8s.storage.sqlite import SQLiteStore
 
+from ._request import BodyRequest
 from ._same import same
 
 SEEDS = Path(__file__).resolve().parents[1] / "integration" / "seed_manifests"
-
-
-class _Request:
-    def __init__(self, body: bytes, content_type: str) -> None:
-        self.headers = {"Content-Type": content_type}
-        self.query: dict[str, str] = {}
-        self._body = body
-
-    async def read(self) -> bytes:
-        return self._body
 
 
 def _objects(rng: random.Random) -> list[dict[str, Any]]:
@@ -110,7 +101,7 @@ def test_handed_objects_are_what_the_stored_bytes_decode_to(tmp_path: Path, monk
             body = yaml.safe_dump(obj).encode() if ct == "application/yaml" else orjson.dumps(obj)
             # half of them with a field manager: managedFields entries are built by the server too
             c = ctx(field_manager="kubectl-create" if rng.random() < 0.5 else "")
-            resp = await h.create(_Request(body, ct), res, ns if res.namespaced else None, out, c)
+            resp = await h.create(BodyRequest(body, ct), res, ns if res.namespaced else None, out, c)
             assert resp.status == 201, resp.body
             got = orjson.loads(resp.body)
             cached = (await rest.cache_for(registry.storage_resource(res))).objects[
