@@ -138,9 +138,12 @@ def test_ordered_ready_blocks_on_unready_pod_parallel_does_not(cluster, nodes):
     # fixing the template does not move a broken web-0 (as upstream); deleting it does
     cluster.kubectl("set", "image", "sts/blocked", "c=busybox:1.36")
     wait_for(lambda: sts_status(cluster, "blocked").get("observedGeneration") == 2, what="generation 2 seen")
-    # --wait=false: the set recreates the pod under the same name at once, and kubectl's wait for
-    # the old one sometimes hung until its 60 s timeout here (see the session notes); what the
-    # test checks is the recreated pod, waited for below
+    # --wait=false: the set recreates the pod under the same name at once, and kubectl's own wait
+    # (1.27 ... 1.33) then sometimes hangs: the fake kubelets end the deletion within milliseconds;
+    # when that lands between kubectl's GET (old pod) and its informer's LIST (empty), the new pod
+    # reaches the informer before its first sync check (100 ms later), and kubectl waits by name
+    # for a DELETED no watch can send (upstream kubernetes/kubernetes#135562; the server's answers
+    # are upstream's). What the test checks is the recreated pod, waited for below
     cluster.kubectl("delete", "pod", "blocked-0", "--wait=false")
     wait_for(lambda: sts_status(cluster, "blocked").get("readyReplicas") == 3, what="blocked set recovers")
     st = sts_status(cluster, "blocked")
