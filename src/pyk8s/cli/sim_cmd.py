@@ -35,8 +35,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--labels", action="append", default=[], help="extra node labels k=v,k2=v2 (repeatable)")
     p.add_argument("--taints", action="append", default=[], help="node taints k=v:Effect,k2:Effect (repeatable)")
     p.add_argument("--lease-period", type=float, default=10.0, help="seconds between Lease renewals (default 10)")
-    p.add_argument("--status-period", type=float, default=60.0,
-                   help="seconds between node status heartbeats (default 60)")
+    p.add_argument("--status-period", type=float, default=300.0,
+                   help="seconds between node status reports while nothing changed (default 300, the kubelet's "
+                        "nodeStatusReportFrequency; the Lease is the heartbeat)")
     p.add_argument("--concurrency", type=int, default=64, help="API writes in flight (default 64)")
     p.add_argument("--creating-seconds", type=float, default=0.5,
                    help="seconds a pod shows ContainerCreating before Running (0 skips that status write; default 0.5)")

@@ -234,7 +234,7 @@ class Simulator:
         labels: dict[str, str] | str | None = None,
         taints: list[dict[str, str]] | str | None = None,
         lease_period: float = 10.0,
-        status_period: float = 60.0,
+        status_period: float = 300.0,  # the kubelet's nodeStatusReportFrequency: with Leases, status is no heartbeat
         concurrency: int = 64,
         creating_seconds: float = 0.5,
         delete_delay: tuple[float, float] = (0.0, 1.0),
