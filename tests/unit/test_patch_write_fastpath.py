@@ -23,12 +23,10 @@ import pytest
 from pyk8s.api.errors import StatusError
 from pyk8s.api.patch import apply, merge_patch, strategic
 from pyk8s.api.patch.apply import managed_fields_entries
-from pyk8s.api.resources import builtin_registry
-from pyk8s.apiserver import admission, patching, rest, watchcache
-from pyk8s.apiserver.handlers import ResourceHandler
-from pyk8s.apiserver.rest import RequestContext, RestStorage
-from pyk8s.storage.sqlite import SQLiteStore
+from pyk8s.apiserver import patching, rest
+from pyk8s.apiserver.rest import RequestContext
 
+from ._handlers import start_handlers
 from ._request import BodyRequest
 from ._same import same
 
@@ -283,14 +281,8 @@ def test_owned_change_keeps_time_when_nothing_changed() -> None:
 async def _run_writes(tmp: Path, seed: int) -> list[bytes]:
     """Creates and patches through ResourceHandler.patch; the replies and the stored objects."""
     r = random.Random(seed)
-    registry = builtin_registry()
-    store = SQLiteStore(str(tmp / "state.db"), synchronous="OFF")
-    caches = watchcache.CacheSet(store)
-    store._on_events = caches.on_events
-    await store.start()
-    storage = RestStorage(store, caches, registry)
-    admission.install(storage, "10.96.0.0/12", "10.244.0.0/16")
-    h = ResourceHandler(storage, registry)
+    parts = await start_handlers(tmp)
+    registry, store, storage, h = parts.registry, parts.store, parts.rest, parts.h
     out: list[bytes] = []
     leases = registry.get("coordination.k8s.io", "v1", "leases")
     nodes = registry.get("", "v1", "nodes")

@@ -272,8 +272,9 @@ class ResourceHandler:
             return deep_copy(new)
 
         allow_create = res.group_kind in _CREATE_ON_UPDATE
+        share = new is obj and media_type(request.headers.get("Content-Type", "application/json")) in JSON_TYPES
         result, created = await self.rest.update(self.registry.storage_resource(res), ns, name, mutate, ctx,
-                                                 subresource=sub, allow_create=allow_create)
+                                                 subresource=sub, allow_create=allow_create, share=share)
         return self.respond(self.from_storage(res, result), out, res, 201 if created else 200, ctx.warnings)
 
     # ---- patch --------------------------------------------------------------------------

@@ -87,8 +87,11 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
     if ct == APPLY:
         ctx_apply = RequestContext(**{**ctx.__dict__, "field_manager": ""})  # managedFields come from apply itself
         ctx_apply.warnings = ctx.warnings
+    # the patched object is built from the cached one's copy and a JSON body (an apply's YAML may hold
+    # other values): the watch cache may keep it; the handler only encodes the answer
+    share = ct != APPLY and h._storage_api_version(res) == res.api_version
     obj, created = await h.rest.update(h.registry.storage_resource(res), ns, name, apply_patch, ctx_apply, subresource=sub,
-                                       allow_create=(ct == APPLY), retry_on_conflict=True)
+                                       allow_create=(ct == APPLY), retry_on_conflict=True, share=share)
     return obj, created
 
 

@@ -244,11 +244,14 @@ class RestStorage:
         precondition_rv: str | None = None,
         allow_create: bool = False,
         retry_on_conflict: bool = False,
+        share: bool = False,
     ) -> tuple[dict[str, Any], bool]:
         """Read-modify-write: `mutate(copy_of_current)` returns the new object.
 
         Returns (object, created). Conflicts on the stored revision are retried when the
         caller's change does not depend on a resourceVersion (patches); otherwise 409.
+        share: as for create, the new object holds only plain JSON values and the caller will not
+        change the result, so the watch cache may keep it rather than decode the write again.
         """
         gk = res.group_kind
         for _ in range(20):
@@ -257,7 +260,7 @@ class RestStorage:
                 if not allow_create:
                     raise self._not_found(res, name)
                 new = mutate(None)
-                return await self.create(res, namespace, new, ctx), True
+                return await self.create(res, namespace, new, ctx, share=share), True
             old = cur
             new = mutate(deep_copy(cur))
             if hasattr(new, "__await__"):
@@ -322,8 +325,15 @@ class RestStorage:
                 return new, False
             if ctx.dry_run:
                 return new, False
+            key = res.key(namespace, name)
+            if share:
+                # the cache's decode puts resourceVersion last in metadata: so does the write's own object
+                nmd.pop("resourceVersion", None)
+            data = encode_for_store(new)
+            if share:
+                self.caches.hand_over(key, data, new)
             try:
-                kv = await self.store.update(res.key(namespace, name), encode_for_store(new), int(omd["resourceVersion"]))
+                kv = await self.store.update(key, data, int(omd["resourceVersion"]))
             except ConflictError:
                 if retry_on_conflict or precondition_rv is None and not rv:
                     continue
@@ -332,6 +342,9 @@ class RestStorage:
                 raise self._not_found(res, name) from None
             except StoreError as e:
                 raise E.new_internal_error(e) from None
+            finally:
+                if share:
+                    self.caches.take_back(key, data)
             nmd["resourceVersion"] = str(kv.mod_revision)
             return new, False
         raise E.new_conflict(res.resource, name, E.OBJECT_MODIFIED, res.group)
@@ -367,12 +380,19 @@ class RestStorage:
                     return cur, False
                 if ctx.dry_run:
                     return new, False
+                # the cached object's copy plus the deletion's fields: the cache may keep it (see update)
+                key = res.key(namespace, name)
+                new["metadata"].pop("resourceVersion", None)
+                data = encode_for_store(new)
+                self.caches.hand_over(key, data, new)
                 try:
-                    kv = await self.store.update(res.key(namespace, name), encode_for_store(new), int(md["resourceVersion"]))
+                    kv = await self.store.update(key, data, int(md["resourceVersion"]))
                 except ConflictError:
                     continue
                 except KeyNotFoundError:
                     raise self._not_found(res, name) from None
+                finally:
+                    self.caches.take_back(key, data)
                 new["metadata"]["resourceVersion"] = str(kv.mod_revision)
                 return new, False
             if ctx.dry_run:

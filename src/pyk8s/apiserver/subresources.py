@@ -201,7 +201,11 @@ async def bind(h: Any, ns: str | None, name: str, binding: dict[str, Any], ctx: 
         return cur
 
     # binding writes spec and status together: it is its own subresource upstream
-    await h.rest.update(pods, ns, name, mutate, ctx, subresource="binding", retry_on_conflict=True)
+    # the cache may keep the bound pod if what the binding adds is plain strings (a YAML body may hold dates)
+    ann = bmd.get("annotations")
+    share = isinstance(node, str) and (not ann or isinstance(ann, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in ann.items()))
+    await h.rest.update(pods, ns, name, mutate, ctx, subresource="binding", retry_on_conflict=True, share=share)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
