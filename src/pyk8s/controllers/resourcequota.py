@@ -76,6 +76,8 @@ class ResourceQuotaController(Controller):
                 self.enqueue(q)
 
     def _object_updated(self, old: dict[str, Any], new: dict[str, Any], plural: str, group: str) -> None:
+        if not self.quotas.list((new.get("metadata") or {}).get("namespace") or ""):
+            return  # no quota in the namespace: nothing to recount (the common case, at every pod status write)
         if usage(plural, group, old) != usage(plural, group, new) or _scope_fields(old) != _scope_fields(new):
             self._object_changed(new, plural, group)
             self._object_changed(old, plural, group)
