@@ -33,6 +33,11 @@ def scheduler_pids(server_pid: int) -> list[int]:
     return _children(server_pid, lambda argv: b"scheduler" in argv and b"--kubeconfig" in argv)
 
 
+def controller_manager_pids(server_pid: int) -> list[int]:
+    """The controller-manager process `pyk8s server --controller-manager-process` starts, from /proc."""
+    return _children(server_pid, lambda argv: b"controller-manager" in argv and b"--kubeconfig" in argv)
+
+
 def _children(server_pid: int, match: Any) -> list[int]:
     out = []
     for d in os.listdir("/proc"):

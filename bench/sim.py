@@ -1,8 +1,10 @@
 """Simulated nodes at scale, against kwok's CI benchmark (kubernetes-sigs/kwok test/e2e/benchmark.go).
 
 kwok's anchors: 5,000 nodes Ready in 60 s, 10,000 pods Running in 60 s, 10,000 pods deleted in 90 s.
-Here: a real `pyk8s server` (API server, controllers and, when present, the scheduler in one
-process), one `pyk8s sim` process for all nodes, and this process creating pods and watching.
+Here: a real `pyk8s server --controller-manager-process` (the API server, with the scheduler and
+the controllers each in a process of their own, as kwok's run deploys kube-scheduler and
+kube-controller-manager), one `pyk8s sim` process for all nodes, and this process creating pods
+and watching.
 kwok's run creates pods already bound (kube-scheduler disabled); when our scheduler is present
 it binds every pod here, which is more work for the same anchor.
 """
@@ -45,17 +47,28 @@ def _cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
-def _control_plane_cpu(server_pid: int) -> float:
-    """The server's CPU seconds and its scheduler process's (the kube-scheduler of the run)."""
-    from .report import scheduler_pids
+def _components(server_pid: int) -> list[int]:
+    """The server's component processes: kube-scheduler's and kube-controller-manager's."""
+    from .report import controller_manager_pids, scheduler_pids
 
-    return _cpu_seconds(server_pid) + sum(_cpu_seconds(p) for p in scheduler_pids(server_pid))
+    return scheduler_pids(server_pid) + controller_manager_pids(server_pid)
+
+
+def _control_plane_cpu(server_pid: int) -> float:
+    """The server's CPU seconds and its component processes'."""
+    return _cpu_seconds(server_pid) + sum(_cpu_seconds(p) for p in _components(server_pid))
 
 
 def _scheduler_kib(server_pid: int, field: str) -> float:
     from .report import scheduler_pids
 
     return sum(_proc_kib(p, field) for p in scheduler_pids(server_pid))
+
+
+def _controller_manager_kib(server_pid: int, field: str) -> float:
+    from .report import controller_manager_pids
+
+    return sum(_proc_kib(p, field) for p in controller_manager_pids(server_pid))
 
 
 def _pod(i: int, node: str | None, ns: str) -> dict[str, Any]:
@@ -170,6 +183,7 @@ async def _pods_phase(c: Any, cluster: Any, sim: Any, ns: str, prebound: bool) -
     res["lease_max_age"] = await _oldest_lease(c)
     res["server_rss"] = _proc_kib(cluster.proc.pid, "VmRSS") / 1024
     res["scheduler_rss"] = _scheduler_kib(cluster.proc.pid, "VmRSS") / 1024
+    res["cm_rss"] = _controller_manager_kib(cluster.proc.pid, "VmRSS") / 1024
     res["sim_rss"] = _proc_kib(sim.pid, "VmRSS") / 1024
 
     dit = iter(range(N_PODS))
@@ -236,6 +250,7 @@ async def run(cluster: Any, sim_cmd: list[str]) -> dict[str, Any]:
     res["pre"] = await _pods_phase(c, cluster, sim, NS + "-prebound", prebound=True)
     res["server_hwm"] = _proc_kib(cluster.proc.pid, "VmHWM") / 1024
     res["scheduler_hwm"] = _scheduler_kib(cluster.proc.pid, "VmHWM") / 1024
+    res["cm_hwm"] = _controller_manager_kib(cluster.proc.pid, "VmHWM") / 1024
     res["sim_hwm"] = _proc_kib(sim.pid, "VmHWM") / 1024
     res["server_cpu"] = _control_plane_cpu(cluster.proc.pid)
     res["sim_cpu"] = _cpu_seconds(sim.pid)
@@ -257,7 +272,10 @@ def main() -> None:
     from tests.cluster import Cluster
 
     d = tempfile.mkdtemp(prefix="pyk8s-bench-sim-")
-    c = Cluster(d).start(60)
+    # kwok's benchmark runs kube-controller-manager as its own process; BENCH_SIM_CM=inprocess runs
+    # the controllers on the server's loop (pyk8s server's default)
+    cm_inprocess = os.environ.get("BENCH_SIM_CM") == "inprocess"
+    c = Cluster(d, None if cm_inprocess else ["--controller-manager-process"]).start(60)
     sim_cmd = [sys.executable, "-m", "pyk8s.cli", "sim", "--nodes", str(N_NODES), "--name-prefix", PREFIX,
                "--concurrency", str(CONCURRENCY)]
     load0 = os.getloadavg()[0]
@@ -265,7 +283,9 @@ def main() -> None:
         r = asyncio.run(run(c, sim_cmd))
     finally:
         c.stop()
-    print(f"  (one server process and its scheduler process (server CPU counts both), one simulator process "
+    print(f"  (one server process with its scheduler process and "
+          f"{'the controllers on its loop' if cm_inprocess else 'its controller-manager process'} "
+          f"(server CPU counts them all), one simulator process "
           f"for {N_NODES:,} nodes; {os.cpu_count()} cores, load average "
           f"{load0:.1f} before and {os.getloadavg()[0]:.1f} after; "
           f"pods {'bound by our scheduler' if r['scheduler'] else 'created with spec.nodeName (no scheduler)'})")
@@ -289,11 +309,15 @@ def main() -> None:
             higher_is_better=False)
         row("server RSS with the pods Running", ph["server_rss"], "MiB")
         row("scheduler process RSS with the pods Running", ph["scheduler_rss"], "MiB")
+        if not cm_inprocess:
+            row("controller-manager RSS with the pods Running", ph["cm_rss"], "MiB")
         row("simulator RSS with the pods Running", ph["sim_rss"], "MiB")
         if ph["create_errors"]:
             row("pod create errors", ph["create_errors"], "")
     row("server peak RSS", r["server_hwm"], "MiB")
     row("scheduler process peak RSS", r["scheduler_hwm"], "MiB")
+    if not cm_inprocess:
+        row("controller-manager peak RSS", r["cm_hwm"], "MiB")
     row("simulator peak RSS", r["sim_hwm"], "MiB")
     row("server CPU time, whole run", r["server_cpu"], "s")
     row("simulator CPU time, whole run", r["sim_cpu"], "s")

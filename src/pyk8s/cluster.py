@@ -67,9 +67,9 @@ async def _default_service_account(client: Any, timeout: float = 10.0) -> None:
     log.warning("the default ServiceAccount was not created within %.0fs", timeout)
 
 
-def scheduler_process(server: Any, verbosity: int = 0) -> Any:
-    """`pyk8s scheduler` as a child of the server, with its own identity in <data-dir>/scheduler.conf
-    (kubeadm's name for it); a fresh certificate at every start."""
+def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list[str], verbosity: int) -> Any:
+    """`pyk8s <command>` as a child of the server, with its own identity in <data-dir>/<conf>
+    (kubeadm's names for them); a fresh certificate at every start."""
     import os
     import sys
 
@@ -77,18 +77,37 @@ def scheduler_process(server: Any, verbosity: int = 0) -> Any:
     from .apiserver.kubeconfig import write_kubeconfig
     from .supervisor import ChildProcess
 
-    path = os.path.join(os.path.abspath(server.config.data_dir), "scheduler.conf")
-    cert_pem, key_pem = issue_client_cert(server.pki, "system:kube-scheduler")
-    write_kubeconfig(path, server.url, server.pki.ca_cert_path.read_bytes(), cert_pem, key_pem,
-                     user="system:kube-scheduler")
-    argv = [sys.executable, "-m", "pyk8s.cli", "scheduler", "--kubeconfig", path, "--v", str(verbosity)]
-    return ChildProcess("scheduler", argv, b"pyk8s scheduler: running")
+    path = os.path.join(os.path.abspath(server.config.data_dir), conf)
+    cert_pem, key_pem = issue_client_cert(server.pki, cn, orgs)
+    write_kubeconfig(path, server.url, server.pki.ca_cert_path.read_bytes(), cert_pem, key_pem, user=cn)
+    argv = [sys.executable, "-m", "pyk8s.cli", command, "--kubeconfig", path, "--v", str(verbosity)]
+    return ChildProcess(command, argv, f"pyk8s {command}: running".encode())
+
+
+def scheduler_process(server: Any, verbosity: int = 0) -> Any:
+    return _component_process(server, "scheduler", "scheduler.conf", "system:kube-scheduler", [], verbosity)
+
+
+def controller_manager_process(server: Any, verbosity: int = 0) -> Any:
+    # the same identity as the in-process manager's (see start_components)
+    return _component_process(server, "controller-manager", "controller-manager.conf",
+                              "system:kube-controller-manager", ["system:masters"], verbosity)
 
 
 async def start_components(server: Any, args: Any) -> list[Any]:
     disabled = set(getattr(args, "disable", None) or [])
     started: list[Any] = []
-    if "controller-manager" not in disabled:
+    if "controller-manager" not in disabled and getattr(args, "controller_manager_process", False):
+        # kube-controller-manager's own process: its informers and syncs leave the API's loop
+        cm_proc = controller_manager_process(server, getattr(args, "v", 0))
+        cm_proc.start()
+        started.append(cm_proc)
+        client = component_client(server, "system:kube-controller-manager", ["system:masters"], "pyk8s-server")
+        try:
+            await _default_service_account(client)
+        finally:
+            await client.close()
+    elif "controller-manager" not in disabled:
         from .controllers.manager import ControllerManager
 
         # One identity for all controllers (upstream gives each its own service account and role; the

@@ -88,14 +88,18 @@ def _own_process(c: Cluster) -> None:
     assert "restarting" not in "".join(c.output[before:])
 
 
+def gone_after_kill9(c: Cluster, pid: int) -> None:
+    """The server is killed with SIGKILL: its child `pid` goes too (PR_SET_PDEATHSIG), within 15 s."""
+    c.kill9()
+    deadline = time.monotonic() + 15
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid)
+
+
 def test_scheduler_dies_with_a_killed_server(tmp_path):
     with server(tmp_path) as c:
-        pid = wait_for(lambda: scheduler_pid(c), what="a scheduler child")
-        c.kill9()
-        deadline = time.monotonic() + 15
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not alive(pid)
+        gone_after_kill9(c, wait_for(lambda: scheduler_pid(c), what="a scheduler child"))
 
 
 def test_in_process_scheduler(tmp_path):

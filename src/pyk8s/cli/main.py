@@ -57,6 +57,10 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
+    p.add_argument("--controller-manager-process", action="store_true",
+                   help="run the controllers as their own `pyk8s controller-manager` process, as upstream "
+                        "deploys kube-controller-manager, instead of on this process's event loop (for "
+                        "thousands of nodes or pods: the API's loop then only answers requests)")
     p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
 
 
