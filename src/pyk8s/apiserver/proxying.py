@@ -12,6 +12,7 @@ from aiohttp import web
 
 from ..api import errors as E
 from ..api.resources import Resource
+from . import appkeys
 from .request import RequestInfo
 from .rest import RequestContext
 
@@ -34,7 +35,7 @@ async def handle(h: Any, request: web.Request, res: Resource, ns: str | None, in
                 raise E.new_bad_request(f"pod {info.name} does not have a host assigned")
         elif not node:
             raise E.new_bad_request(f"pod {info.name} does not have a host assigned")
-        kubelet = request.app.get("pyk8s.kubelet_proxy")
+        kubelet = request.app.get(appkeys.KUBELET_PROXY)
         if kubelet is None:
             raise E.new_service_unavailable(f"no kubelet endpoint is known for node {node}")
         return await kubelet(h, request, pod, node, info, ctx)

@@ -24,6 +24,8 @@ from .. import KUBERNETES_VERSION, gctune
 from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..storage import Store, open_store
+from . import appkeys
+from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response, warning_value
@@ -182,7 +184,7 @@ class APIServer:
         self.app = self._build_app()
         from . import kubelet_proxy
 
-        self.app["pyk8s.kubelet_proxy"] = kubelet_proxy.make(self)
+        self.app[appkeys.KUBELET_PROXY] = kubelet_proxy.make(self)
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         ssl_ctx = self._ssl_context() if cfg.tls else None
@@ -339,11 +341,11 @@ class APIServer:
 
     def _build_app(self) -> web.Application:
         app = web.Application(client_max_size=CLIENT_MAX_SIZE, handler_args={"max_field_size": 65536})
-        app["pyk8s.server"] = self
-        app["pyk8s.authenticator"] = self.authenticator
-        app["pyk8s.authorizer"] = self.authorizer
-        app["pyk8s.api_audience"] = "https://kubernetes.default.svc.cluster.local"
-        app["pyk8s.token_signer"] = self.sign_token
+        app[appkeys.SERVER] = self
+        app[appkeys.AUTHENTICATOR] = self.authenticator
+        app[appkeys.AUTHORIZER] = self.authorizer
+        app[appkeys.API_AUDIENCE] = "https://kubernetes.default.svc.cluster.local"
+        app[appkeys.TOKEN_SIGNER] = self.sign_token
         app.router.add_route("*", "/{tail:.*}", self._entry)
         return app
 
@@ -409,8 +411,6 @@ class APIServer:
         return self.authenticator.authenticate(request.headers, peer)
 
     def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str) -> None:
-        from .authz import RequestAttributes, forbidden_error
-
         if info.is_resource:
             attrs = RequestAttributes(verb=verb, api_group=info.group, resource=info.resource,
                                       subresource=info.subresource, name=info.name,

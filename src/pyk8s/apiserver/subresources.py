@@ -8,6 +8,7 @@ from aiohttp import web
 
 from ..api import errors as E
 from ..api.resources import Resource
+from . import appkeys
 from .negotiation import Output
 from .objectmeta import now_rfc3339
 from .request import RequestInfo
@@ -274,7 +275,7 @@ async def request_token(h: Any, request: web.Request, ns: str | None, name: str,
         raise E.new_invalid("TokenRequest", name, [E.FieldError("spec.expirationSeconds", "TooLong", exp,
                                                                "may not specify a duration larger than 2^32 seconds")],
                             "authentication.k8s.io")
-    audiences = spec.get("audiences") or [request.app["pyk8s.api_audience"]]
+    audiences = spec.get("audiences") or [request.app[appkeys.API_AUDIENCE]]
     bound = spec.get("boundObjectRef")
     bound_pod = None
     if bound:
@@ -284,7 +285,7 @@ async def request_token(h: Any, request: web.Request, ns: str | None, name: str,
             if bound.get("uid") and bound["uid"] != pod["metadata"]["uid"]:
                 raise E.new_conflict("pods", bound.get("name", ""), "the UID in the bound object reference does not match")
             bound_pod = {"name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
-    signer = request.app["pyk8s.token_signer"]
+    signer = request.app[appkeys.TOKEN_SIGNER]
     token, expires = signer(ns, name, sa["metadata"]["uid"], audiences, exp, bound_pod)
     out = deep_copy(tr)
     out.update({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1"})

@@ -8,6 +8,7 @@ from aiohttp import web
 
 from ..api import errors as E
 from ..api.resources import Resource
+from . import appkeys
 from .rest import RequestContext, deep_copy
 
 
@@ -29,11 +30,11 @@ async def create(h: Any, request: web.Request, res: Resource, ns: str | None, ob
         return out
     if kind == "TokenReview":
         spec = obj.get("spec") or {}
-        authn = app["pyk8s.authenticator"]
+        authn = app[appkeys.AUTHENTICATOR]
         try:
             u = authn.authenticate_token(spec.get("token", ""), spec.get("audiences") or None)
             out["status"] = {"authenticated": True, "user": u.to_wire(),
-                             "audiences": spec.get("audiences") or [app["pyk8s.api_audience"]]}
+                             "audiences": spec.get("audiences") or [app[appkeys.API_AUDIENCE]]}
         except Exception as e:  # an invalid token is a review result, not an error
             out["status"] = {"user": {}, "error": str(getattr(e, "message", e))}
         return out
@@ -62,7 +63,7 @@ async def create(h: Any, request: web.Request, res: Resource, ns: str | None, ob
             raise E.new_invalid(kind, "", [E.FieldError("spec.resourceAttributes", "Invalid", None,
                                                         "exactly one of nonResourceAttributes or resourceAttributes must be specified")],
                                 "authorization.k8s.io")
-        allowed, reason = app["pyk8s.authorizer"].authorize(subject, attrs)
+        allowed, reason = app[appkeys.AUTHORIZER].authorize(subject, attrs)
         st: dict[str, Any] = {"allowed": bool(allowed)}
         if reason:
             st["reason"] = reason
@@ -70,7 +71,7 @@ async def create(h: Any, request: web.Request, res: Resource, ns: str | None, ob
         return out
     if kind == "SelfSubjectRulesReview":
         ns_ = (obj.get("spec") or {}).get("namespace", "")
-        rules = app["pyk8s.authorizer"].rules_for(user, ns_)
+        rules = app[appkeys.AUTHORIZER].rules_for(user, ns_)
         out["status"] = {"resourceRules": rules[0], "nonResourceRules": rules[1], "incomplete": False}
         return out
     raise E.new_method_not_supported(res.resource, "create", res.group)

@@ -1,0 +1,15 @@
+"""Typed keys of what the API server keeps on its aiohttp Application (aiohttp's AppKey: string
+keys work too, but warn and lose the types)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+SERVER: web.AppKey[Any] = web.AppKey("pyk8s.server", object)
+AUTHENTICATOR: web.AppKey[Any] = web.AppKey("pyk8s.authenticator", object)
+AUTHORIZER: web.AppKey[Any] = web.AppKey("pyk8s.authorizer", object)
+API_AUDIENCE: web.AppKey[str] = web.AppKey("pyk8s.api_audience", str)
+TOKEN_SIGNER: web.AppKey[Any] = web.AppKey("pyk8s.token_signer", object)
+KUBELET_PROXY: web.AppKey[Any] = web.AppKey("pyk8s.kubelet_proxy", object)
