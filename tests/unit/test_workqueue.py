@@ -82,3 +82,46 @@ def test_add_after_keeps_the_earlier_ready_time_of_a_waiting_item():
         assert len(q) == 0  # the superseded 0.3 s entry delivered nothing
 
     asyncio.run(main())
+
+
+def test_waiting_workers_are_woken_one_per_item_and_all_at_shutdown():
+    async def main():
+        q = RateLimitingQueue()
+        got: list[str] = []
+
+        async def worker() -> None:
+            try:
+                while True:
+                    item = await q.get()
+                    got.append(item)
+                    await asyncio.sleep(0)
+                    q.done(item)
+            except asyncio.CancelledError:
+                pass
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(4)]
+        await asyncio.sleep(0.01)  # all four wait
+        for k in "abcdefgh":
+            q.add(k)
+        for _ in range(50):
+            if len(got) == 8:
+                break
+            await asyncio.sleep(0.01)
+        assert sorted(got) == list("abcdefgh")
+        q.shutdown()
+        await asyncio.wait_for(asyncio.gather(*tasks), 1)  # every waiting worker ended
+
+    asyncio.run(main())
+
+
+def test_a_worker_cancelled_after_its_wake_up_passes_the_item_on():
+    async def main():
+        q = RateLimitingQueue()
+        first = asyncio.ensure_future(q.get())
+        second = asyncio.ensure_future(q.get())
+        await asyncio.sleep(0.01)
+        q.add("k")  # wakes `first`...
+        first.cancel()  # ...which is cancelled before it runs
+        assert await asyncio.wait_for(second, 1) == "k"
+
+    asyncio.run(main())

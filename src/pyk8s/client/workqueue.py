@@ -8,6 +8,7 @@ import asyncio
 import heapq
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,14 +26,16 @@ class RateLimitingQueue:
         self.qps, self.burst = qps, burst
         self._tokens = float(burst)
         self._last = time.monotonic()
-        self._queue: list[Any] = []
+        self._queue: deque[Any] = deque()
         self._dirty: set[Any] = set()
         self._processing: set[Any] = set()
         self._failures: dict[Any, int] = {}
         self._waiting: list[tuple[float, int, Any]] = []
         self._due: dict[Any, float] = {}  # item -> its ready time in _waiting
         self._seq = 0
-        self._cond = asyncio.Condition()
+        # workers waiting in get(), each on its own future: an add wakes one of them directly
+        # (an asyncio.Condition needed a task per add to take its lock, which cost more than the add)
+        self._getters: deque[asyncio.Future[None]] = deque()
         self._timer: asyncio.Handle | None = None
         self._timer_due = 0.0
         self._shutdown = False
@@ -50,11 +53,12 @@ class RateLimitingQueue:
         self._notify()
 
     def _notify(self) -> None:
-        async def wake() -> None:
-            async with self._cond:
-                self._cond.notify()
-
-        asyncio.ensure_future(wake())
+        getters = self._getters
+        while getters:
+            fut = getters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
 
     def add_after(self, item: Any, delay: float) -> None:
         """Add `item` once `delay` has passed. As client-go's delaying queue, an item already waiting
@@ -116,15 +120,21 @@ class RateLimitingQueue:
         return self._failures.get(item, 0)
 
     async def get(self) -> Any:
-        async with self._cond:
-            while not self._queue:
-                if self._shutdown:
-                    raise asyncio.CancelledError()
-                await self._cond.wait()
-            item = self._queue.pop(0)
-            self._dirty.discard(item)
-            self._processing.add(item)
-            return item
+        while not self._queue:
+            if self._shutdown:
+                raise asyncio.CancelledError()
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._getters.append(fut)
+            try:
+                await fut
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._notify()  # woken, then cancelled: the wake-up goes to another worker
+                raise
+        item = self._queue.popleft()
+        self._dirty.discard(item)
+        self._processing.add(item)
+        return item
 
     def done(self, item: Any) -> None:
         self._processing.discard(item)
@@ -136,7 +146,8 @@ class RateLimitingQueue:
         self._shutdown = True
         if self._timer is not None:
             self._timer.cancel()
-        self._notify()
+        while self._getters:  # every waiting worker ends
+            self._notify()
 
 
 async def run_workers(queue: RateLimitingQueue, sync: Callable[[Any], Awaitable[None]], workers: int = 1,
