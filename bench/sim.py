@@ -254,6 +254,10 @@ async def run(cluster: Any, sim_cmd: list[str]) -> dict[str, Any]:
     res["sim_hwm"] = _proc_kib(sim.pid, "VmHWM") / 1024
     res["server_cpu"] = _control_plane_cpu(cluster.proc.pid)
     res["sim_cpu"] = _cpu_seconds(sim.pid)
+    from .report import controller_manager_pids, scheduler_pids
+
+    res["sched_cpu"] = sum(_cpu_seconds(p) for p in scheduler_pids(cluster.proc.pid))
+    res["cm_cpu"] = sum(_cpu_seconds(p) for p in controller_manager_pids(cluster.proc.pid))
     res["total_s"] = time.monotonic() - t0
 
     sim.terminate()
@@ -319,7 +323,10 @@ def main() -> None:
     if not cm_inprocess:
         row("controller-manager peak RSS", r["cm_hwm"], "MiB")
     row("simulator peak RSS", r["sim_hwm"], "MiB")
-    row("server CPU time, whole run", r["server_cpu"], "s")
+    row("server CPU time, whole run (with its components)", r["server_cpu"], "s")
+    row("  of which the scheduler process", r["sched_cpu"], "s")
+    if not cm_inprocess:
+        row("  of which the controller-manager process", r["cm_cpu"], "s")
     row("simulator CPU time, whole run", r["sim_cpu"], "s")
     if r.get("sim_summary"):
         print("  " + r["sim_summary"])
