@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -184,13 +185,15 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from tests.cluster import Cluster
 
-    c = Cluster(tempfile.mkdtemp(prefix="pyk8s-bench-deploy-")).start(60)
+    d = tempfile.mkdtemp(prefix="pyk8s-bench-deploy-")
+    c = Cluster(d).start(60)
     # a SIGTERM (timeout, Ctrl-C from make) must still stop the server below
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         r = asyncio.run(run(c))
     finally:
         c.stop()
+        shutil.rmtree(d, ignore_errors=True)
     print(f"  (one server process with controllers and scheduler; {NODES:,} simulated nodes in the bench process; "
           f"{os.cpu_count()} cores)")
     row(f"{NODES:,} simulated nodes registered", r["nodes_s"], "s")

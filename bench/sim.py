@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -287,6 +288,7 @@ def main() -> None:
         r = asyncio.run(run(c, sim_cmd))
     finally:
         c.stop()
+        shutil.rmtree(d, ignore_errors=True)  # a 5,000-node run leaves ~500 MB
     print(f"  (one server process with its scheduler process and "
           f"{'the controllers on its loop' if cm_inprocess else 'its controller-manager process'} "
           f"(server CPU counts them all), one simulator process "
