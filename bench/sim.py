@@ -48,28 +48,21 @@ def _cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
-def _components(server_pid: int) -> list[int]:
-    """The server's component processes: kube-scheduler's and kube-controller-manager's."""
+def _component(server_pid: int, which: str) -> list[int]:
+    """The pids of the server's "scheduler" or "controller-manager" process (none when in-process)."""
     from .report import controller_manager_pids, scheduler_pids
 
-    return scheduler_pids(server_pid) + controller_manager_pids(server_pid)
+    return (scheduler_pids if which == "scheduler" else controller_manager_pids)(server_pid)
 
 
 def _control_plane_cpu(server_pid: int) -> float:
     """The server's CPU seconds and its component processes'."""
-    return _cpu_seconds(server_pid) + sum(_cpu_seconds(p) for p in _components(server_pid))
+    return _cpu_seconds(server_pid) + sum(_cpu_seconds(p) for p in _component(server_pid, "scheduler")
+                                          + _component(server_pid, "controller-manager"))
 
 
-def _scheduler_kib(server_pid: int, field: str) -> float:
-    from .report import scheduler_pids
-
-    return sum(_proc_kib(p, field) for p in scheduler_pids(server_pid))
-
-
-def _controller_manager_kib(server_pid: int, field: str) -> float:
-    from .report import controller_manager_pids
-
-    return sum(_proc_kib(p, field) for p in controller_manager_pids(server_pid))
+def _component_kib(server_pid: int, which: str, field: str) -> float:
+    return sum(_proc_kib(p, field) for p in _component(server_pid, which))
 
 
 def _pod(i: int, node: str | None, ns: str) -> dict[str, Any]:
@@ -183,8 +176,8 @@ async def _pods_phase(c: Any, cluster: Any, sim: Any, ns: str, prebound: bool) -
 
     res["lease_max_age"] = await _oldest_lease(c)
     res["server_rss"] = _proc_kib(cluster.proc.pid, "VmRSS") / 1024
-    res["scheduler_rss"] = _scheduler_kib(cluster.proc.pid, "VmRSS") / 1024
-    res["cm_rss"] = _controller_manager_kib(cluster.proc.pid, "VmRSS") / 1024
+    res["scheduler_rss"] = _component_kib(cluster.proc.pid, "scheduler", "VmRSS") / 1024
+    res["cm_rss"] = _component_kib(cluster.proc.pid, "controller-manager", "VmRSS") / 1024
     res["sim_rss"] = _proc_kib(sim.pid, "VmRSS") / 1024
 
     dit = iter(range(N_PODS))
@@ -250,15 +243,13 @@ async def run(cluster: Any, sim_cmd: list[str]) -> dict[str, Any]:
     # kwok's CI runs with kube-scheduler disabled and creates pods already bound: the like-for-like figure
     res["pre"] = await _pods_phase(c, cluster, sim, NS + "-prebound", prebound=True)
     res["server_hwm"] = _proc_kib(cluster.proc.pid, "VmHWM") / 1024
-    res["scheduler_hwm"] = _scheduler_kib(cluster.proc.pid, "VmHWM") / 1024
-    res["cm_hwm"] = _controller_manager_kib(cluster.proc.pid, "VmHWM") / 1024
+    res["scheduler_hwm"] = _component_kib(cluster.proc.pid, "scheduler", "VmHWM") / 1024
+    res["cm_hwm"] = _component_kib(cluster.proc.pid, "controller-manager", "VmHWM") / 1024
     res["sim_hwm"] = _proc_kib(sim.pid, "VmHWM") / 1024
     res["server_cpu"] = _control_plane_cpu(cluster.proc.pid)
     res["sim_cpu"] = _cpu_seconds(sim.pid)
-    from .report import controller_manager_pids, scheduler_pids
-
-    res["sched_cpu"] = sum(_cpu_seconds(p) for p in scheduler_pids(cluster.proc.pid))
-    res["cm_cpu"] = sum(_cpu_seconds(p) for p in controller_manager_pids(cluster.proc.pid))
+    res["sched_cpu"] = sum(_cpu_seconds(p) for p in _component(cluster.proc.pid, "scheduler"))
+    res["cm_cpu"] = sum(_cpu_seconds(p) for p in _component(cluster.proc.pid, "controller-manager"))
     res["total_s"] = time.monotonic() - t0
 
     sim.terminate()

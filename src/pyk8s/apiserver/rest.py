@@ -16,7 +16,7 @@ import orjson
 
 from ..api import errors as E
 from ..api.resources import Registry, Resource
-from ..storage import ConflictError, KeyExistsError, KeyNotFoundError, Store, StoreError
+from ..storage import ConflictError, KeyExistsError, KeyNotFoundError, KeyValue, Store, StoreError
 from . import kindhooks, strategies
 from .objectmeta import GENERATION_KINDS, generate_name, new_uid, now_rfc3339, spec_changed, strip_for_compare
 from .watchcache import CacheSet, ResourceCache, decode
@@ -160,6 +160,21 @@ class RestStorage:
             if hasattr(r, "__await__"):
                 await r
 
+    async def _write(self, key: str, obj: dict[str, Any], share: bool, expected: int | None) -> KeyValue:
+        """Encode obj and store it: a create when expected is None, else an update over that
+        revision. With share the watch cache keeps obj itself rather than decode the stored bytes
+        (obj must hold no resourceVersion: decode puts it last)."""
+        data = encode_for_store(obj)
+        if share:
+            self.caches.hand_over(key, data, obj)
+        try:
+            if expected is None:
+                return await self.store.create(key, data)
+            return await self.store.update(key, data, expected)
+        finally:
+            if share:
+                self.caches.take_back(key, data)
+
     # ---- create -------------------------------------------------------------------------
     async def create(self, res: Resource, namespace: str | None, obj: dict[str, Any], ctx: RequestContext,
                      *, share: bool = False) -> dict[str, Any]:
@@ -210,13 +225,10 @@ class RestStorage:
             return obj
         for attempt in range(8):
             key = res.key(namespace, md["name"])
-            data = encode_for_store(obj)
             # (a resourceVersion in the object would sit elsewhere than decode puts it)
             handed = share and "resourceVersion" not in md
-            if handed:
-                self.caches.hand_over(key, data, obj)
             try:
-                kv = await self.store.create(key, data)
+                kv = await self._write(key, obj, handed, None)
             except KeyExistsError:
                 if generated and attempt < 7:
                     md["name"] = generate_name(md["generateName"])
@@ -224,9 +236,6 @@ class RestStorage:
                 raise E.new_already_exists(res.resource, md["name"], res.group) from None
             except StoreError as e:
                 raise E.new_internal_error(e) from None
-            finally:
-                if handed:
-                    self.caches.take_back(key, data)
             md["resourceVersion"] = str(kv.mod_revision)
             return obj
         raise AssertionError("unreachable")
@@ -329,11 +338,8 @@ class RestStorage:
             if share:
                 # the cache's decode puts resourceVersion last in metadata: so does the write's own object
                 nmd.pop("resourceVersion", None)
-            data = encode_for_store(new)
-            if share:
-                self.caches.hand_over(key, data, new)
             try:
-                kv = await self.store.update(key, data, int(omd["resourceVersion"]))
+                kv = await self._write(key, new, share, int(omd["resourceVersion"]))
             except ConflictError:
                 if retry_on_conflict or precondition_rv is None and not rv:
                     continue
@@ -342,9 +348,6 @@ class RestStorage:
                 raise self._not_found(res, name) from None
             except StoreError as e:
                 raise E.new_internal_error(e) from None
-            finally:
-                if share:
-                    self.caches.take_back(key, data)
             nmd["resourceVersion"] = str(kv.mod_revision)
             return new, False
         raise E.new_conflict(res.resource, name, E.OBJECT_MODIFIED, res.group)
@@ -383,16 +386,12 @@ class RestStorage:
                 # the cached object's copy plus the deletion's fields: the cache may keep it (see update)
                 key = res.key(namespace, name)
                 new["metadata"].pop("resourceVersion", None)
-                data = encode_for_store(new)
-                self.caches.hand_over(key, data, new)
                 try:
-                    kv = await self.store.update(key, data, int(md["resourceVersion"]))
+                    kv = await self._write(key, new, True, int(md["resourceVersion"]))
                 except ConflictError:
                     continue
                 except KeyNotFoundError:
                     raise self._not_found(res, name) from None
-                finally:
-                    self.caches.take_back(key, data)
                 new["metadata"]["resourceVersion"] = str(kv.mod_revision)
                 return new, False
             if ctx.dry_run:
