@@ -451,6 +451,9 @@ def test_manager_from_user_agent():
     assert manager_from_user_agent("explicit", "kubectl/v1") == "explicit"
     assert manager_from_user_agent("", "python-requests\x01/2") == "python-requests"
     assert len(manager_from_user_agent(None, "x" * 300)) == 128
+    assert manager_from_user_agent(None, "é" * 100) == "é" * 64  # 128 bytes of UTF-8, not 128 characters
+    assert manager_from_user_agent(None, "kube-scheduler/v1.33.0 (linux/amd64)") == "kube-scheduler"
+    assert manager_from_user_agent(None, None) == ""
 
 
 def test_fields_v1_round_trip_and_order():

@@ -945,6 +945,8 @@ def manager_from_user_agent(field_manager: str | None, user_agent: str | None) -
     if field_manager:
         return field_manager
     prefix = (user_agent or "").split("/", 1)[0]
+    if prefix.isprintable() and len(prefix) * 4 <= _FIELD_MANAGER_MAX_LENGTH:  # the usual case: as it is
+        return prefix
     out = []
     size = 0
     for ch in prefix:
