@@ -158,6 +158,34 @@ def test_watches_in_process(tmp_path: Path) -> None:
     _run(tmp_path, body)
 
 
+def test_a_burst_of_writes_reaches_an_in_process_watch_whole(tmp_path: Path) -> None:
+    """Concurrent writes commit together and the watch's sink gathers them into one write: the
+    loopback stream must hand each event over whole and in order, as the network does."""
+    async def body(server: APIServer) -> None:
+        c: Client = _admin(server)
+        names = [f"burst-{i:03d}" for i in range(120)]
+        try:
+            got: list[dict[str, Any]] = []
+
+            async def watch() -> None:
+                async for ev in c.watch(CM, "default", timeout_seconds=10):
+                    got.append(ev)
+                    if len(got) == len(names):
+                        return
+
+            w = asyncio.ensure_future(watch())
+            await asyncio.sleep(0.3)
+            await asyncio.gather(*(c.create(CM, {"metadata": {"name": n}}, "default") for n in names))
+            await asyncio.wait_for(w, 10)
+            assert sorted(ev["object"]["metadata"]["name"] for ev in got) == names
+            rvs = [int(ev["object"]["metadata"]["resourceVersion"]) for ev in got]
+            assert rvs == sorted(rvs) and {ev["type"] for ev in got} == {"ADDED"}
+        finally:
+            await c.close()
+
+    _run(tmp_path, body)
+
+
 def test_streams_other_than_watches_use_the_network(tmp_path: Path) -> None:
     async def body(server: APIServer) -> None:
         c = _admin(server)

@@ -522,12 +522,12 @@ def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any) -
     function that writes out what the sink holds.
 
     Every watcher of a resource gets the same pre-framed chunk bytes (CacheEvent.json_chunk),
-    and fan-out costs no task wake-up per watcher per event. The sink gathers the chunks that
-    arrive in one turn of the loop (a commit batch brings many) and writes them with one
-    transport write: each write is a TLS record and a send(2), which had cost more than the
-    events' encoding. Events reach the connection in order: the sink is only used while nothing
-    is queued for the watcher, it writes out what it holds before refusing an event, and the
-    task calls the returned flush before it writes anything itself.
+    and fan-out costs no task wake-up per watcher per event. The sink gathers the events that
+    arrive in one turn of the loop (a commit batch brings many) and writes them as one chunk
+    with one transport write: each write is a TLS record and a send(2), which had cost more
+    than the events' encoding. Events reach the connection in order: the sink is only used
+    while nothing is queued for the watcher, it writes out what it holds before refusing an
+    event, and the task calls the returned flush before it writes anything itself.
     """
     writer = getattr(resp, "_payload_writer", None)
     transport = request.transport
@@ -535,13 +535,17 @@ def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any) -
             or getattr(writer, "_compress", None) is not None or not hasattr(writer, "send_headers"):
         return _nothing
     writer.send_headers()  # aiohttp holds the headers back until the first body write
-    held: list[bytes] = []
+    held: list[Any] = []  # CacheEvents
     loop = asyncio.get_running_loop()
 
     def flush() -> None:
         if not held:
             return
-        data = held[0] if len(held) == 1 else b"".join(held)
+        if len(held) == 1:
+            data = held[0].json_chunk()
+        else:  # one chunk for them all (loopback's transport takes one chunk per write)
+            body = b"".join(ce.json_line() for ce in held)
+            data = b"%x\r\n%b\r\n" % (len(body), body)
         held.clear()
         if not transport.is_closing():
             transport.write(data)
@@ -554,7 +558,7 @@ def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any) -
             loop.call_soon(flush)
         elif len(held) >= 256:  # a large batch goes out in parts (the flush already due takes the rest)
             flush()
-        held.append(ce.json_chunk())
+        held.append(ce)
         return True
 
     watcher.sink = sink
