@@ -16,6 +16,10 @@ import pytest
 
 from tests.cluster import Cluster
 
+# one server for the module, and the restart test expects what the tests before it made ("mine"):
+# under `--dist loadgroup` only a group keeps them on one worker, in order
+pytestmark = pytest.mark.xdist_group("flowcontrol-bootstrap")
+
 FLOW_SCHEMAS = [
     ["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD", "MISSINGPL"],
     ["exempt", "exempt", "1", "<none>", "False"],
