@@ -521,8 +521,9 @@ def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any) -
     """Let the watch cache write this watch's JSON events straight to the connection; returns the
     function that writes out what the sink holds.
 
-    Every watcher of a resource gets the same pre-framed chunk bytes (CacheEvent.json_chunk),
-    and fan-out costs no task wake-up per watcher per event. The sink gathers the events that
+    Every watcher of a resource gets the same serialised bytes (CacheEvent.json_line, or
+    json_chunk ready framed for a lone event), and fan-out costs no task wake-up per watcher
+    per event. The sink gathers the events that
     arrive in one turn of the loop (a commit batch brings many) and writes them as one chunk
     with one transport write: each write is a TLS record and a send(2), which had cost more
     than the events' encoding. Events reach the connection in order: the sink is only used
