@@ -186,6 +186,20 @@ def test_a_burst_of_writes_reaches_an_in_process_watch_whole(tmp_path: Path) -> 
     _run(tmp_path, body)
 
 
+def test_loopback_transport_takes_several_chunks_in_one_write() -> None:
+    """What the watch sink writes is HTTP/1.1 chunks; one write may carry several."""
+    from pyk8s.apiserver.loopback import _Stream, _Transport
+
+    async def main() -> list[bytes]:
+        s = _Stream()
+        t = _Transport(s)
+        t.write(b"4\r\nab\nc\r\n")
+        t.write(b"3\r\nde\n\r\n11\r\n" + b"x" * 16 + b"\n\r\n")
+        return list(s.q)
+
+    assert asyncio.run(main()) == [b"ab\nc", b"de\n" + b"x" * 16 + b"\n"]
+
+
 def test_streams_other_than_watches_use_the_network(tmp_path: Path) -> None:
     async def body(server: APIServer) -> None:
         c = _admin(server)

@@ -544,7 +544,7 @@ def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any) -
             return
         if len(held) == 1:
             data = held[0].json_chunk()
-        else:  # one chunk for them all (loopback's transport takes one chunk per write)
+        else:  # one chunk for them all: one size line to write and for the client to parse
             body = b"".join(ce.json_line() for ce in held)
             data = b"%x\r\n%b\r\n" % (len(body), body)
         held.clear()

@@ -117,7 +117,16 @@ class _Transport:
         self.stream = stream
 
     def write(self, data: bytes) -> None:
-        self.stream.push(data[data.index(b"\r\n") + 2:-2])
+        # a write may hold several chunks: each is "<hex size>\r\n<payload>\r\n"
+        parts = []
+        i, end = 0, len(data)
+        while i < end:
+            j = data.index(b"\r\n", i)
+            start = j + 2
+            stop = start + int(data[i:j], 16)
+            parts.append(data[start:stop])
+            i = stop + 2
+        self.stream.push(parts[0] if len(parts) == 1 else b"".join(parts))
 
     def is_closing(self) -> bool:
         return self.stream.closed
