@@ -362,22 +362,26 @@ class RBACAuthorizer:
             got = self._visited[key] = list(self.visit_rules(user, namespace))
         return got
 
-    def _role_ref_rules(self, ref: Mapping[str, Any], binding_ns: str) -> list[dict[str, Any]]:
+    def role_reference_rules(self, ref: Mapping[str, Any], binding_ns: str,
+                             storage: bool = False) -> list[dict[str, Any]]:
+        """The rules a roleRef grants (GetRoleReferenceRules). `storage`: name a missing role as the
+        RBAC storage's resolver does ("roles.rbac..."), not as the authorizer's listers ("role.rbac...")."""
         kind, name = ref.get("kind"), str(ref.get("name") or "")
+        plural = "s" if storage else ""
         if kind == "Role":
             rules = self.lookup.role_rules(binding_ns, name)
             if rules is None:
-                raise LookupError(f'role.{RBAC_GROUP} "{name}" not found')
+                raise LookupError(f'role{plural}.{RBAC_GROUP} "{name}" not found')
             return rules
         if kind == "ClusterRole":
             rules = self.lookup.cluster_role_rules(name)
             if rules is None:
-                raise LookupError(f'clusterrole.{RBAC_GROUP} "{name}" not found')
+                raise LookupError(f'clusterrole{plural}.{RBAC_GROUP} "{name}" not found')
             return rules
         raise LookupError(f'unsupported role reference kind: "{kind}"')
 
     def visit_rules(
-        self, user: UserInfo, namespace: str
+        self, user: UserInfo, namespace: str, storage: bool = False
     ) -> Iterator[tuple[str, Mapping[str, Any] | None, str | None]]:
         """Yield (source description, rule, None) per applicable rule and ("", None, error) per
         binding whose role cannot be resolved, in upstream's order."""
@@ -387,7 +391,7 @@ class RBACAuthorizer:
                 continue
             ref = b.get("roleRef") or {}
             try:
-                rules = self._role_ref_rules(ref, "")
+                rules = self.role_reference_rules(ref, "", storage)
             except LookupError as e:
                 yield "", None, str(e)
                 continue
@@ -405,7 +409,7 @@ class RBACAuthorizer:
                 continue
             ref = b.get("roleRef") or {}
             try:
-                rules = self._role_ref_rules(ref, namespace)
+                rules = self.role_reference_rules(ref, namespace, storage)
             except LookupError as e:
                 yield "", None, str(e)
                 continue
@@ -433,12 +437,13 @@ class RBACAuthorizer:
         agg = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
         return False, f"RBAC: {agg}"
 
-    def rules_for(self, user: UserInfo, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:
+    def rules_for(self, user: UserInfo, namespace: str,
+                  storage: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
         """Every rule granted to the user in the namespace, plus resolution errors
-        (what SelfSubjectRulesReview reports)."""
+        (what SelfSubjectRulesReview reports; `storage` as for role_reference_rules)."""
         rules: list[dict[str, Any]] = []
         errors: list[str] = []
-        for _, rule, err in self.visit_rules(user, namespace):
+        for _, rule, err in self.visit_rules(user, namespace, storage):
             if rule is not None:
                 rules.append(dict(rule))
             if err is not None:

@@ -57,6 +57,7 @@ class RequestContext:
     warnings: list[str] = field(default_factory=list)
     user_agent: str = ""
     subresource: str = ""
+    verb: str = ""  # the request's authorization verb ("create" for a POST): what upstream's RequestInfo says
 
 
 # Admission plug-ins: (resource, operation, new, old, ctx) -> None; raise StatusError to refuse.

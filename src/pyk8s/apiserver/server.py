@@ -282,6 +282,9 @@ class APIServer:
                 self.rbac.upsert(obj)
             cache.listeners.append(self._rbac_event)
         self.authorizer = RBACAuthorizer(self.rbac)
+        from .rbac_escalation import EscalationCheck
+
+        self.rest.mutating.append(EscalationCheck(self.authorizer).admit)
 
     def _rbac_event(self, ce: Any) -> None:
         if ce.type == "DELETED":
@@ -465,6 +468,7 @@ class APIServer:
             dry_run=q.get("dryRun") == "All",
             field_validation=q.get("fieldValidation") or _default_field_validation(request),
             user_agent=request.headers.get("User-Agent", ""),
+            verb=verb,
         )
         request["pyk8s.ctx"] = ctx
         if q.get("dryRun") not in (None, "", "All"):
