@@ -114,6 +114,7 @@ kind: ClusterRole
 metadata: {{name: esc-pod-reader}}
 rules: {pods}
 """)
+    c.kubectl("create", "clusterrolebinding", "admins", "--clusterrole=cluster-admin", "--user=someone")
     for ns, kind, role in (("default", "Role", "reader"), ("esc-a", "ClusterRole", "esc-pod-reader")):
         _apply(c, json.dumps({"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
                               "metadata": {"name": f"esc-{role}", "namespace": ns},
@@ -168,6 +169,11 @@ ROUTES = [
     ("role-apply-create-secrets", ["apply", "--server-side", "-f", "-"],
      _reader_manifest().replace('"reader"', '"reader2"'),
      f'Error from server (Forbidden): roles.{RBAC} "reader2" is forbidden: {_who("esc")}{_SECRETS_MISSING}'),
+    ("join-existing-cluster-admin-binding",
+     ["patch", "clusterrolebinding", "admins", "--type=json", "-p",
+      json.dumps([{"op": "add", "path": "/subjects/-",
+                   "value": {"kind": "ServiceAccount", "name": "esc", "namespace": "default"}}])], None,
+     f'Error from server (Forbidden): clusterrolebindings.{RBAC} "admins" is forbidden: {_who("esc")}{ALL}'),
     ("rolebinding-held-only-in-another-namespace",
      ["create", "rolebinding", "pr", "-n", "esc-b", "--clusterrole=esc-pod-reader", "--serviceaccount=default:esc"],
      None, f'error: failed to create rolebinding: rolebindings.{RBAC} "pr" is forbidden: {_who("esc")}'
@@ -254,3 +260,19 @@ def test_admin_is_not_checked(cluster, esc):
         cluster.kubectl("delete", "clusterrolebinding", "esc-admin", "grab-now", check=False)
     assert "is forbidden" in esc.refused("create", "clusterrolebinding", "grab-again", "--clusterrole=cluster-admin",
                                          "--serviceaccount=default:esc")
+
+
+def test_escalate_restricted_by_resource_names_needs_the_name_in_the_url(cluster, esc, tmp_path):
+    """As upstream's RoleEscalationAuthorized: the request's own name counts, so a POST (no name in its
+    URL) is not let through by `escalate` on resourceNames; an apply (PATCH .../roles/mine) is."""
+    _sa_with_writer(cluster, "named", f"""- apiGroups: [{RBAC}]
+  resources: [roles]
+  verbs: [escalate]
+  resourceNames: [mine]""")
+    sa = AsServiceAccount(cluster, "named", tmp_path)
+    assert sa.refused("create", "role", "mine", "--verb=*", "--resource=*").startswith(
+        f'Error from server (Forbidden): roles.{RBAC} "mine" is forbidden: {_who("named")}')
+    manifest = json.dumps({"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": "mine"},
+                           "rules": [{"apiGroups": [""], "resources": ["*"], "verbs": ["*"]}]})
+    sa.ok("apply", "--server-side", "-f", "-", input=manifest)
+    assert "is forbidden" in sa.refused("apply", "--server-side", "-f", "-", input=manifest.replace("mine", "other"))
