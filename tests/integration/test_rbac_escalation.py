@@ -276,3 +276,18 @@ def test_escalate_restricted_by_resource_names_needs_the_name_in_the_url(cluster
                            "rules": [{"apiGroups": [""], "resources": ["*"], "verbs": ["*"]}]})
     sa.ok("apply", "--server-side", "-f", "-", input=manifest)
     assert "is forbidden" in sa.refused("apply", "--server-side", "-f", "-", input=manifest.replace("mine", "other"))
+
+
+def test_role_resolution_errors_are_reported(cluster, esc, tmp_path):
+    """A binding of the requester's that names a missing role may be why rules are missing: upstream
+    appends the resolver's errors (the storage's names for the role: "roles.rbac...")."""
+    _sa_with_writer(cluster, "dangling")
+    cluster.kubectl("create", "rolebinding", "dangling", "-n", "esc-b", "--role=gone",
+                    "--serviceaccount=default:dangling")
+    sa = AsServiceAccount(cluster, "dangling", tmp_path)
+    assert sa.refused("create", "role", "r", "-n", "esc-b", "--verb=get", "--resource=secrets") == (
+        f'Error from server (Forbidden): roles.{RBAC} "r" is forbidden: {_who("dangling")}'
+        f'{{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}}; resolution errors: [roles.{RBAC} "gone" not found]')
+    # the namespace without the dangling binding reports none
+    assert sa.refused("create", "role", "r", "-n", "esc-a", "--verb=get", "--resource=secrets").endswith(
+        '{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}')
