@@ -293,3 +293,18 @@ def test_api_workers_impersonate(tmp_path):
                                     'resource "secrets" in API group "" at the cluster scope')
     finally:
         c.stop()
+
+
+def test_can_i_list_shows_the_impersonated_users_rules(cluster):
+    """SelfSubjectRulesReview for nobody: system:basic-user's resource rules, and the URLs of
+    system:discovery and system:public-info-viewer as non-resource rules (kubectl prints both)."""
+    rows = [line.split() for line in cluster.kubectl("auth", "can-i", "--list", "--as=nobody").stdout.splitlines()]
+    assert rows[0] == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
+    assert rows[1:4] == [[f"{r}", "[]", "[]", "[create]"] for r in (
+        "selfsubjectreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io",
+        "selfsubjectrulesreviews.authorization.k8s.io")]
+    urls = ["/api/*", "/api", "/apis/*", "/apis", "/healthz", "/healthz", "/livez", "/livez", "/openapi/*",
+            "/openapi", "/readyz", "/readyz", "/version/", "/version/", "/version", "/version"]
+    assert rows[4:] == [[f"[{u}]", "[]", "[get]"] for u in urls]
+    # the admin's own list is cluster-admin's, untouched by the impersonated requests before it
+    assert cluster.kubectl("auth", "can-i", "--list").stdout.splitlines()[1].split() == ["*.*", "[]", "[]", "[*]"]
