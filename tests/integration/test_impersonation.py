@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.cluster import Cluster
+from tests.cluster import Cluster, kubectl_binaries
 
 ESC = "system:serviceaccount:default:esc"
 
@@ -308,3 +308,12 @@ def test_can_i_list_shows_the_impersonated_users_rules(cluster):
     assert rows[4:] == [[f"[{u}]", "[]", "[get]"] for u in urls]
     # the admin's own list is cluster-admin's, untouched by the impersonated requests before it
     assert cluster.kubectl("auth", "can-i", "--list").stdout.splitlines()[1].split() == ["*.*", "[]", "[]", "[*]"]
+
+
+@pytest.mark.parametrize("version", list(kubectl_binaries()) or ["none"])
+def test_every_kubectl_version_impersonates(cluster, version):
+    if version == "none":
+        cluster.kubectl("version")  # fails (or skips) with a clear reason
+    r = cluster.kubectl("get", "secrets", "-A", "--as=nobody", version=version, check=False)
+    assert r.stderr.strip() == ('Error from server (Forbidden): secrets is forbidden: User "nobody" cannot list '
+                                'resource "secrets" in API group "" at the cluster scope')
