@@ -85,5 +85,5 @@ def test_version_and_health_are_public(cluster):
     assert v.status == 200 and v.json()["gitVersion"].startswith("v1.33.")
     for p in ("/healthz", "/livez", "/readyz"):
         assert raw_request(cluster, "GET", p, auth=False).status == 200
-    r = raw_request(cluster, "GET", "/api/v1/namespaces", auth=False)
-    assert r.status == 401 and r.json()["reason"] == "Unauthorized"
+    r = raw_request(cluster, "GET", "/api/v1/namespaces", auth=False)  # system:anonymous, which RBAC refuses
+    assert r.status == 403 and r.json()["reason"] == "Forbidden"

@@ -66,10 +66,10 @@ class StatusError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
-        if self.details:
+        if self.details is not None:  # upstream's NewForbidden/NewNotFound always say details, {} included
             s["details"] = self.details
+        s["code"] = self.code
         return s
 
     def __repr__(self) -> str:

@@ -24,7 +24,7 @@ from .. import KUBERNETES_VERSION, gctune
 from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..storage import Store, open_store
-from . import appkeys
+from . import appkeys, impersonation
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
@@ -38,7 +38,6 @@ log = logging.getLogger("pyk8s.apiserver")
 
 __all__ = ["ServerConfig", "APIServer"]
 
-PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version"}
 # aiohttp's read limit, for the bodies it reads (chunked ones): above upstream's 3 MiB, which
 # decode_body and http1.py enforce with upstream's 413
 CLIENT_MAX_SIZE = 4 * 1024 * 1024
@@ -62,7 +61,8 @@ class ServerConfig:
     advertise_address: str | None = None
     extra_sans: list[str] = field(default_factory=list)
     tls: bool = True
-    anonymous_auth: bool = True  # anonymous may reach the public health and version endpoints only
+    # requests without credentials are system:anonymous, authorized by RBAC (upstream's --anonymous-auth)
+    anonymous_auth: bool = True
     bookmark_interval: float = 60.0
     compaction_interval: float = 60.0
     compaction_window: float = 300.0
@@ -371,13 +371,14 @@ class APIServer:
         if len(path) > 1 and path.endswith("/"):
             path = path.rstrip("/")  # kr8s sends /api/ and /version/
         try:
-            user = None
-            peer = self._peer_cert(request)
-            if path not in PUBLIC_PATHS or request.headers.get("Authorization") or peer:
-                user = self._authenticate(request, peer)
-            if (user is None or user.name == "system:anonymous") and path not in PUBLIC_PATHS \
-                    and not path.startswith(("/healthz", "/livez", "/readyz")):
+            user = self._authenticate(request, self._peer_cert(request))
+            if user is None:  # no credentials and --anonymous-auth=false: 401 everywhere, as upstream
                 raise E.new_unauthorized()
+            if impersonation.requested(request.headers):
+                as_user = impersonation.impersonate(user, request.headers, self.authorizer)
+                if as_user is not None:  # never cached: the certificate's own user stays in _cert_users
+                    request[impersonation.IMPERSONATOR_KEY] = user
+                    user = as_user
             return await self._route(request, path, user)
         except E.StatusError as e:
             resp = status_response(e)
@@ -429,14 +430,15 @@ class APIServer:
 
     async def _route(self, request: web.Request, path: str, user: Any) -> web.StreamResponse:
         m = request.method
-        if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
-            return web.Response(text="ok", content_type="text/plain")
-        if path == "/version":
-            # as upstream's WriteRawJSON: indented
-            return web.Response(text=json.dumps(_version_info(), indent=2), content_type="application/json")
         info = parse_path(path)
         if not info.prefix:
+            # health and version too: the bootstrap policy opens them to everyone (system:public-info-viewer)
             self._authorize(user, info, m.lower() if m != "GET" else "get", path)
+            if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
+                return web.Response(text="ok", content_type="text/plain")
+            if path == "/version":
+                # as upstream's WriteRawJSON: indented
+                return web.Response(text=json.dumps(_version_info(), indent=2), content_type="application/json")
             return await self._non_resource(request, path)
         if not info.is_resource:
             self._authorize(user, info, "get", path)

@@ -71,10 +71,32 @@ async def create(h: Any, request: web.Request, res: Resource, ns: str | None, ob
         return out
     if kind == "SelfSubjectRulesReview":
         ns_ = (obj.get("spec") or {}).get("namespace", "")
-        rules = app[appkeys.AUTHORIZER].rules_for(user, ns_)
-        out["status"] = {"resourceRules": rules[0], "nonResourceRules": rules[1], "incomplete": False}
+        rules, errors = app[appkeys.AUTHORIZER].rules_for(user, ns_)
+        out["status"] = _rules_review_status(rules, errors)
         return out
     raise E.new_method_not_supported(res.resource, "create", res.group)
+
+
+def _rules_review_status(rules: list[dict[str, Any]], errors: list[str]) -> dict[str, Any]:
+    """SelfSubjectRulesReview status as upstream's RBAC RulesFor splits the rules: a rule naming
+    resources is a resource rule, one naming URLs a non-resource rule (kubectl can-i --list
+    prints both tables from these)."""
+    resource_rules: list[dict[str, Any]] = []
+    non_resource_rules: list[dict[str, Any]] = []
+    for r in rules:
+        if r.get("resources"):
+            rr = {"verbs": list(r.get("verbs") or [])}
+            for k in ("apiGroups", "resources", "resourceNames"):
+                if r.get(k):
+                    rr[k] = list(r[k])
+            resource_rules.append(rr)
+        if r.get("nonResourceURLs"):
+            non_resource_rules.append({"verbs": list(r.get("verbs") or []), "nonResourceURLs": list(r["nonResourceURLs"])})
+    st: dict[str, Any] = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
+                          "incomplete": bool(errors)}
+    if errors:
+        st["evaluationError"] = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return st
 
 
 # ---- readable virtual resources: componentstatuses -------------------------------------------

@@ -33,6 +33,12 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--etcd-keyfile", default=None, help="client key for etcd (mutual TLS)")
     p.add_argument("--etcd-prefix", default="/registry", help="etcd key prefix for all objects (default /registry)")
     p.add_argument("--token-auth-file", default=None, help="static bearer tokens, upstream CSV format")
+    from .scheduler_cmd import argparse_bool
+
+    p.add_argument("--anonymous-auth", default=True, action=argparse_bool(), nargs="?", const=True,
+                   help="requests without credentials are system:anonymous (group system:unauthenticated), "
+                        "which RBAC lets reach /healthz, /livez, /readyz and /version only (default true); "
+                        "false: 401 for every such request")
     p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", help="service ClusterIP range")
     p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network; each node gets a /24")
     p.add_argument("--kubeconfig", default=None, help="where to write the admin kubeconfig (default <data-dir>/kubeconfig.yaml)")
@@ -142,6 +148,7 @@ async def _server(args: Any) -> int:
         etcd_keyfile=args.etcd_keyfile,
         etcd_prefix=args.etcd_prefix,
         token_auth_file=args.token_auth_file,
+        anonymous_auth=args.anonymous_auth,
         service_cidr=args.service_cluster_ip_range,
         cluster_cidr=args.cluster_cidr,
         kubeconfig_path=args.kubeconfig,
