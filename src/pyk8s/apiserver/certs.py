@@ -529,12 +529,12 @@ def ssl_server_context(pki: Pki) -> ssl.SSLContext:
     presents a cert gets it verified during the handshake; the handler then reads it with
     `transport.get_extra_info("ssl_object").getpeercert(binary_form=True)`.
     """
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    from ..tlsdefaults import harden_server_context
+
+    ctx = harden_server_context(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
     ctx.load_cert_chain(str(pki.serving_cert_path), str(pki.serving_key_path))
     ctx.load_verify_locations(cafile=str(pki.ca_cert_path))
     ctx.verify_mode = ssl.CERT_OPTIONAL
-    ctx.set_alpn_protocols(["http/1.1"])
     return ctx
 
 
