@@ -23,6 +23,7 @@ from aiohttp import web
 from .. import KUBERNETES_VERSION, gctune
 from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
+from ..datadir import ensure_private_dir
 from ..storage import Store, open_store
 from . import appkeys
 from .authz import RequestAttributes, forbidden_error
@@ -154,7 +155,7 @@ class APIServer:
         # CPython's default threshold (700) collections cost ~200 us per pod create (bench/api.py).
         gctune.tune()
         cfg = self.config
-        os.makedirs(cfg.data_dir, exist_ok=True)
+        ensure_private_dir(cfg.data_dir)  # state and keys: owner only (datadir.py)
         self.store = open_store(cfg.datastore_endpoint, cfg.data_dir, etcd_cafile=cfg.etcd_cafile,
                                 etcd_certfile=cfg.etcd_certfile, etcd_keyfile=cfg.etcd_keyfile,
                                 prefix=cfg.etcd_prefix)
