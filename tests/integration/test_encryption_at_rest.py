@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +27,15 @@ pytestmark = pytest.mark.timeout(120)
 SECRET_MARKER = "s3cr3t-MARKER-7f9e2a"
 CM_MARKER = "cm-MARKER-41c0"
 APPS_MARKER = "apps-MARKER-b81d"
+CR_MARKER = "cr-MARKER-90aa"
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.enc.example.com"},
+    "spec": {"group": "enc.example.com", "scope": "Namespaced",
+             "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
 
 
 def _key(n: int = 32) -> str:
@@ -64,7 +74,8 @@ def _stored(c: Cluster, key: str) -> bytes:
 
 @pytest.fixture(scope="module", params=["sqlite", "sqlite-workers", "etcd"])
 def encrypted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """Secrets with aescbc, configmaps with aesgcm, the apps group with secretbox; the rest in plaintext."""
+    """Secrets with aescbc, configmaps with aesgcm, the apps group with secretbox, a custom resource
+    with aesgcm; the rest in plaintext."""
     if request.param == "etcd":
         from tests.conftest import require_binary
 
@@ -74,6 +85,7 @@ def encrypted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         (["secrets"], [_keyed("aescbc", ("key1", _key())), {"identity": {}}]),
         (["configmaps"], [_keyed("aesgcm", ("gcm1", _key(16)))]),
         (["*.apps"], [_keyed("secretbox", ("box1", _key()))]),
+        (["gadgets.enc.example.com"], [_keyed("aesgcm", ("cr1", _key(24)))]),
     ])
     c = Cluster(str(d / "data"), extra_args=["--encryption-provider-config", cfg], datastore=request.param)
     c.start()
@@ -89,6 +101,15 @@ def test_listed_resources_are_stored_encrypted_in_upstreams_format(encrypted: Cl
     # (no replicas: pods are core objects, outside *.apps)
     c.kubectl("create", "deployment", "d1", "-n", "enc", "--image=busybox", "--replicas=0", "--", "echo", APPS_MARKER)
     c.kubectl("create", "serviceaccount", "plain-sa", "-n", "enc")
+    c.kubectl("apply", "-f", "-", input=json.dumps(CRD))
+    c.kubectl("wait", "--for=condition=Established", "crd/gadgets.enc.example.com")
+    gadget = {"apiVersion": "enc.example.com/v1", "kind": "Gadget", "metadata": {"name": "g1", "namespace": "enc"},
+              "spec": {"code": CR_MARKER}}
+    for _ in range(50):  # discovery may lag the Established condition by a moment
+        if c.kubectl("apply", "-f", "-", input=json.dumps(gadget), check=False).returncode == 0:
+            break
+        time.sleep(0.2)
+    assert c.kubectl("get", "gadgets", "g1", "-n", "enc", "-o", "jsonpath={.spec.code}").stdout == CR_MARKER
     # read back as usual: kubectl (get, list) and the official client
     got = json.loads(c.kubectl("get", "secret", "s1", "-n", "enc", "-o", "json").stdout)
     assert base64.b64decode(got["data"]["password"]).decode() == SECRET_MARKER
@@ -104,12 +125,13 @@ def test_listed_resources_are_stored_encrypted_in_upstreams_format(encrypted: Cl
     # an update goes through the transformer too
     c.kubectl("label", "secret", "s1", "-n", "enc", "touched=yes")
     raw = _raw_state(c)
-    for marker in (SECRET_MARKER, CM_MARKER, APPS_MARKER):
+    for marker in (SECRET_MARKER, CM_MARKER, APPS_MARKER, CR_MARKER):
         assert marker.encode() not in raw
         assert base64.b64encode(marker.encode()) not in raw
     assert _stored(c, "/registry/secrets/enc/s1").startswith(b"k8s:enc:aescbc:v1:key1:")
     assert _stored(c, "/registry/configmaps/enc/c1").startswith(b"k8s:enc:aesgcm:v1:gcm1:")
     assert _stored(c, "/registry/deployments/enc/d1").startswith(b"k8s:enc:secretbox:v1:box1:")
+    assert _stored(c, "/registry/enc.example.com/gadgets/enc/g1").startswith(b"k8s:enc:aesgcm:v1:cr1:")
     assert _stored(c, "/registry/serviceaccounts/enc/plain-sa").startswith(b"{")  # not listed: plaintext
 
 

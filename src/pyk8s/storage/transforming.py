@@ -119,9 +119,21 @@ class TransformingStore(Store):
     async def range(self, prefix: str, *, revision: int = 0, limit: int = 0, start_after: str | None = None,
                     count: bool = False) -> RangeResult:
         res = await self.inner.range(prefix, revision=revision, limit=limit, start_after=start_after, count=count)
-        if res.kvs and (prefix == REGISTRY or self.transformer(prefix) is not None):
-            res.kvs = [self._kv(kv) for kv in res.kvs]  # type: ignore[misc]
+        if not res.kvs:
+            return res
+        t = self.transformer(prefix)
+        if t is not None:
+            res.kvs = [self._read(t, kv) if kv.value else kv for kv in res.kvs]
+        elif not self._one_resource(prefix):  # keys of several resources: each its own
+            res.kvs = [self._kv(kv) or kv for kv in res.kvs]
         return res
+
+    @staticmethod
+    def _one_resource(prefix: str) -> bool:
+        """Whether every key under prefix belongs to one resource (so one transformer serves all)."""
+        rest = prefix[len(REGISTRY):] if prefix.startswith(REGISTRY) else ""
+        parts = rest.split("/")
+        return len(parts) > 1 and (("." not in parts[0]) or (len(parts) > 2))
 
     async def _write(self, key: str, value: bytes, t: Transformer, expected: int | None) -> KeyValue:
         stored = t.to_storage(value, self._ad(key))
