@@ -238,3 +238,31 @@ def test_a_bad_config_file_is_refused_at_start(tmp_path: Path, rules: list, mess
     with pytest.raises(RuntimeError) as e:
         Cluster(str(tmp_path / "data2"), extra_args=["--encryption-provider-config", str(tmp_path / "nope")]).start()
     assert "error reading encryption provider configuration file" in str(e.value)
+
+
+def test_plaintext_written_before_encryption_is_gone_from_the_files_after_rewrite_and_compaction(
+        tmp_path: Path) -> None:
+    """Turning encryption on for a running cluster: once every Secret is rewritten, compaction takes
+    the plaintext revisions out of state.db and its WAL (upstream: etcd compaction and defrag)."""
+    data = tmp_path / "data"
+    c = Cluster(str(data)).start()
+    try:
+        for i in range(40):
+            c.kubectl("create", "secret", "generic", f"old{i}", f"--from-literal=k={SECRET_MARKER}-{i}",
+                      f"--from-literal=pad={'p' * (i * 97 % 2500)}")
+    finally:
+        c.stop()
+    needle = base64.b64encode(SECRET_MARKER.encode())[:16]  # how every value starts in the stored JSON
+    assert needle in _raw_state(c)
+    cfg = _write_config(tmp_path / "enc.yaml", [(["secrets"], [_keyed("secretbox", ("k", _key())), {"identity": {}}])])
+    c = Cluster(str(data), extra_args=["--encryption-provider-config", cfg, "--compaction-interval", "1"]).start()
+    try:
+        _rewrite_all_secrets(c)
+        deadline = time.monotonic() + 30
+        while needle in _raw_state(c):
+            assert time.monotonic() < deadline, "plaintext revisions still in state.db after compaction"
+            time.sleep(0.5)
+        got = json.loads(c.kubectl("get", "secret", "old7", "-o", "json").stdout)
+        assert base64.b64decode(got["data"]["k"]).decode() == f"{SECRET_MARKER}-7"
+    finally:
+        c.stop()
