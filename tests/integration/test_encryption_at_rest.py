@@ -266,3 +266,37 @@ def test_plaintext_written_before_encryption_is_gone_from_the_files_after_rewrit
         assert base64.b64decode(got["data"]["k"]).decode() == f"{SECRET_MARKER}-7"
     finally:
         c.stop()
+
+
+def test_api_servers_on_one_etcd_share_encrypted_objects_and_a_stranger_key_is_refused(tmp_path: Path) -> None:
+    """Several API servers with one EncryptionConfiguration (as upstream requires of an HA control plane):
+    what one writes encrypted, the others read from their watch at once; a server given another key
+    refuses to start instead of serving a cluster with Secrets missing."""
+    from tests.conftest import require_binary
+    from tests.etcd_helper import EtcdCluster
+    from tests.ha_helper import HAControlPlane, as_client_of, wait_for
+
+    require_binary("etcd")
+    cfg = _write_config(tmp_path / "enc.yaml", [(["secrets"], [_keyed("aesgcm", ("shared", _key()))])])
+    with EtcdCluster(tmp_path / "etcd", 1) as etcd, \
+            HAControlPlane(tmp_path / "cp", etcd.endpoint, 2,
+                           extra_args=["--encryption-provider-config", cfg]) as cp:
+        a, b = cp.servers
+        b_as_a = as_client_of(b, a)
+        a.kubectl("create", "secret", "generic", "ha1", f"--from-literal=k={SECRET_MARKER}")
+        got = wait_for(lambda: b_as_a.kubectl("get", "secret", "ha1", "-o", "jsonpath={.data.k}", check=False).stdout,
+                       10, "the secret on the second server")
+        assert base64.b64decode(got).decode() == SECRET_MARKER
+        r = etcdctl(f"http://{etcd.endpoints[0]}", "get", "/registry/secrets/default/ha1", "-w", "json")
+        stored = base64.b64decode(json.loads(r.stdout)["kvs"][0]["value"])
+        assert stored.startswith(b"k8s:enc:aesgcm:v1:shared:") and base64.b64encode(SECRET_MARKER.encode()) not in stored
+        b_as_a.kubectl("delete", "secret", "ha1")
+        wait_for(lambda: a.kubectl("get", "secret", "ha1", check=False).returncode != 0, 10, "the deletion on a")
+        a.kubectl("create", "secret", "generic", "ha2", "--from-literal=k=v")
+        stranger = cp.add("127.0.0.9")
+        stranger.extra_args[stranger.extra_args.index(cfg)] = _write_config(
+            tmp_path / "other.yaml", [(["secrets"], [_keyed("aesgcm", ("shared", _key()))])])
+        with pytest.raises(RuntimeError) as e:
+            stranger.start()
+        assert 'unable to transform key "/registry/secrets/default/ha2": cipher: message authentication failed' \
+            in str(e.value)

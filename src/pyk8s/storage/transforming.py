@@ -81,12 +81,11 @@ class TransformingStore(Store):
             plain, stale = t.from_storage(kv.value, self._ad(kv.key))
         except TransformError as e:
             raise TransformError(f'unable to transform key "{kv.key}": {e}') from None
-        if not record:
-            pass
-        elif stale:
-            self.stale.add(kv.key)
-        elif self.stale:
-            self.stale.discard(kv.key)
+        if record:  # (a watch event's previous value says nothing about what is stored now)
+            if stale:
+                self.stale.add(kv.key)
+            elif self.stale:
+                self.stale.discard(kv.key)
         return KeyValue(kv.key, plain, kv.create_revision, kv.mod_revision)
 
     def _kv(self, kv: KeyValue | None) -> KeyValue | None:
@@ -176,8 +175,8 @@ class TransformingStore(Store):
         return self._kv(kv) or kv
 
     def events(self, batch: list[Event]) -> list[Event]:
-        """A batch of the inner store's events with values in plaintext. An event whose value cannot
-        be read (written with a key this server lacks) is logged and left out."""
+        """A batch of the inner store's events with values in plaintext. A write whose value cannot be
+        read (made with a key this server lacks) is logged and left out."""
         out: list[Event] | None = None
         for i, ev in enumerate(batch):
             t = self.transformer(ev.kv.key)
@@ -190,7 +189,14 @@ class TransformingStore(Store):
             try:
                 out.append(self._event(t, ev))
             except TransformError as e:
-                log.error("watch event at revision %d left out: %s", ev.revision, e)
+                if ev.type == PUT:
+                    log.error("watch event at revision %d left out: %s", ev.revision, e)
+                else:  # a deletion still deletes: the cache holds the object it removes
+                    log.error("deletion at revision %d passed on without its value: %s", ev.revision, e)
+                    kv = ev.kv
+                    out.append(Event(ev.type, KeyValue(kv.key, b"{}", kv.create_revision, kv.mod_revision),
+                                     ev.revision))
+                    self.stale.discard(kv.key)
         return batch if out is None else out
 
     def _event(self, t: Transformer, ev: Event) -> Event:
