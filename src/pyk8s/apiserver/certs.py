@@ -37,6 +37,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from ..datadir import ensure_private_dir, ensure_private_file
+
 __all__ = [
     "Pki",
     "ensure_pki",
@@ -455,7 +457,8 @@ def ensure_pki(
 ) -> Pki:
     """Create (first start) or load (later starts) the PKI under <data_dir>/pki/."""
     pki_dir = Path(data_dir) / "pki"
-    pki_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_private_dir(data_dir)
+    ensure_private_dir(pki_dir)
     p = {
         "ca_cert_path": pki_dir / "ca.crt",
         "ca_key_path": pki_dir / "ca.key",
@@ -466,6 +469,8 @@ def ensure_pki(
         "sa_key_path": pki_dir / "sa.key",
         "sa_pub_path": pki_dir / "sa.pub",
     }
+    for k in ("ca_key_path", "serving_key_path", "admin_key_path", "sa_key_path"):
+        ensure_private_file(p[k])  # e.g. copied in by hand with a looser mode
     sans = serving_sans(extra_sans, service_cidr)
     with _locked(pki_dir):
         ca_cert, ca_key, new_ca = _ensure_ca(p["ca_cert_path"], p["ca_key_path"])
@@ -529,12 +534,12 @@ def ssl_server_context(pki: Pki) -> ssl.SSLContext:
     presents a cert gets it verified during the handshake; the handler then reads it with
     `transport.get_extra_info("ssl_object").getpeercert(binary_form=True)`.
     """
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    from ..tlsdefaults import harden_server_context
+
+    ctx = harden_server_context(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
     ctx.load_cert_chain(str(pki.serving_cert_path), str(pki.serving_key_path))
     ctx.load_verify_locations(cafile=str(pki.ca_cert_path))
     ctx.verify_mode = ssl.CERT_OPTIONAL
-    ctx.set_alpn_protocols(["http/1.1"])
     return ctx
 
 
@@ -565,7 +570,8 @@ def copy_shared_pki(source: str | os.PathLike[str], data_dir: str | os.PathLike[
     if (src / "pki" / "ca.crt").exists():
         src = src / "pki"
     dst = Path(data_dir) / "pki"
-    dst.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_private_dir(data_dir)
+    ensure_private_dir(dst)
     copied: list[str] = []
     with _locked(dst):
         for name in SHARED_PKI_FILES:

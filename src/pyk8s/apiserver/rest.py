@@ -72,6 +72,8 @@ class RestStorage:
         self.mutating: list[AdmissionFn] = []
         self.validating: list[AdmissionFn] = []
         self.managed_fields: Callable[..., Any] | None = None
+        # keys whose stored value an update must rewrite even unchanged (storage/transforming.py)
+        self.stale_keys: set[str] | None = None
         # whether store.revision is authoritative (the store does not ask a cluster for it)
         self._local_revision = type(store).current_revision is Store.current_revision
         try:
@@ -317,8 +319,9 @@ class RestStorage:
             await self._admit(self.validating, res, "UPDATE", new, old, ctx)
             if subresource != "binding":  # upstream's BindingREST writes storage directly: no managedFields entry
                 self._record_managers(new, old, ctx, res)
-            if strip_for_compare(new) == strip_for_compare(old):
-                return old, False  # no-op: no write, same resourceVersion (as upstream)
+            if strip_for_compare(new) == strip_for_compare(old) and not (
+                    self.stale_keys and res.key(namespace, name) in self.stale_keys):
+                return old, False  # no-op: no write, same resourceVersion (as upstream, unless stored stale)
             # the last finalizer gone from an object being deleted: the object goes (as upstream)
             if nmd.get("deletionTimestamp") and not nmd.get("finalizers") and strategies.finalized(res, new):
                 if ctx.dry_run:

@@ -23,6 +23,7 @@ from aiohttp import web
 from .. import KUBERNETES_VERSION, gctune
 from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
+from ..datadir import ensure_private_dir
 from ..storage import Store, open_store
 from . import appkeys, impersonation
 from .authz import RequestAttributes, forbidden_error
@@ -77,6 +78,8 @@ class ServerConfig:
     # an API worker of a main server (--api-workers): serves requests only; the main server
     # bootstraps, compacts, reconciles endpoints and writes the kubeconfig
     api_worker: bool = False
+    # --encryption-provider-config, loaded (encryptionconfig.EncryptionConfig): resources kept encrypted
+    encryption: Any = None
 
 
 def _version_info() -> dict[str, str]:
@@ -152,10 +155,14 @@ class APIServer:
         # CPython's default threshold (700) collections cost ~200 us per pod create (bench/api.py).
         gctune.tune()
         cfg = self.config
-        os.makedirs(cfg.data_dir, exist_ok=True)
+        ensure_private_dir(cfg.data_dir)  # state and keys: owner only (datadir.py)
         self.store = open_store(cfg.datastore_endpoint, cfg.data_dir, etcd_cafile=cfg.etcd_cafile,
                                 etcd_certfile=cfg.etcd_certfile, etcd_keyfile=cfg.etcd_keyfile,
                                 prefix=cfg.etcd_prefix)
+        if cfg.encryption is not None:  # encryption at rest: every backend, behind the Store interface
+            from ..storage.transforming import wrap_store
+
+            self.store = wrap_store(self.store, cfg.encryption.key_resolver(self.registry))
         self.caches = CacheSet(self.store)
         embedded = hasattr(self.store, "_on_events")
         if embedded:
@@ -165,6 +172,7 @@ class APIServer:
         await self.store.start()
         follow_from = self.store.revision  # every cache below is loaded at this revision or later
         self.rest = RestStorage(self.store, self.caches, self.registry)
+        self.rest.stale_keys = getattr(self.store, "stale", None)
         for r in self.registry.all():
             if not r.virtual:
                 await self.rest.cache_for(r)

@@ -39,6 +39,9 @@ def _server_parser(sub: Any) -> None:
                    help="requests without credentials are system:anonymous (group system:unauthenticated), "
                         "which RBAC lets reach /healthz, /livez, /readyz and /version only (default true); "
                         "false: 401 for every such request")
+    p.add_argument("--encryption-provider-config", default=None, metavar="FILE",
+                   help="upstream's EncryptionConfiguration file: which resources are encrypted at rest, with "
+                        "aescbc, aesgcm, secretbox or identity (docs/security.md)")
     p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", help="service ClusterIP range")
     p.add_argument("--cluster-cidr", default="10.244.0.0/16", help="pod network; each node gets a /24")
     p.add_argument("--kubeconfig", default=None, help="where to write the admin kubeconfig (default <data-dir>/kubeconfig.yaml)")
@@ -163,6 +166,14 @@ async def _server(args: Any) -> int:
     if args.api_workers < 1:
         print("pyk8s: --api-workers must be at least 1", file=sys.stderr)
         return 1
+    if args.encryption_provider_config and not args.api_worker:  # workers see the main store's plaintext
+        from ..apiserver.encryptionconfig import EncryptionConfigError, load_encryption_config
+
+        try:
+            cfg.encryption = load_encryption_config(args.encryption_provider_config)
+        except EncryptionConfigError as e:
+            print(f"pyk8s: {e}", file=sys.stderr)
+            return 1
     if args.copy_pki_from:
         from ..apiserver.certs import copy_shared_pki
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..api.quantity import parse_quantity
 from ..client import Client, EventRecorder, Informer
+from ..datadir import create_private_file, ensure_private_dir
 from .backoff import Backoff
 from .dns import read_host_resolv
 from .eviction import DEFAULT_HARD, EvictionManager, parse_thresholds
@@ -134,6 +135,8 @@ class Kubelet:
         self.root = os.path.join(self.data_dir, "kubelet")
         self.log_root = os.path.join(self.data_dir, "logs")
         self.seccomp_root = os.path.join(self.root, "seccomp")
+        # its pki key, Secret volumes and logs: owner only, as the server's data dir
+        ensure_private_dir(self.data_dir)
         for d in (self.root, self.log_root, os.path.join(self.root, "pods")):
             os.makedirs(d, exist_ok=True)
         self.cluster_dns = list(config.cluster_dns)
@@ -650,13 +653,15 @@ def _serving_cert(server: Any, node: str, data_dir: str) -> tuple[str, str]:
     from ..apiserver.certs import issue_serving_cert, local_addresses
 
     pki = os.path.join(data_dir, "pki")
-    os.makedirs(pki, mode=0o700, exist_ok=True)
+    ensure_private_dir(data_dir)
+    ensure_private_dir(pki)
     cert_file, key_file = os.path.join(pki, "kubelet.crt"), os.path.join(pki, "kubelet.key")
     cert, key = issue_serving_cert(server.pki, node, [node, "localhost", "127.0.0.1", *local_addresses()])
     with open(cert_file, "wb") as f:
         f.write(cert)
-    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
+    os.chmod(cert_file, 0o644)  # not the umask's choice: never writable by others
+    create_private_file(key_file)  # an existing key file keeps its mode through O_TRUNC: tighten it first
+    with open(key_file, "wb") as f:
         f.write(key)
     return cert_file, key_file
 

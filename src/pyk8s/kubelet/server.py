@@ -59,12 +59,12 @@ def default_authorize(cert: dict[str, Any]) -> bool:
 
 def server_tls_context(cert_file: str, key_file: str, client_ca_file: str) -> ssl.SSLContext:
     """A serving context that asks for (and verifies against `client_ca_file`) a client certificate."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    from ..tlsdefaults import harden_server_context
+
+    ctx = harden_server_context(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
     ctx.load_cert_chain(cert_file, key_file)
     ctx.load_verify_locations(cafile=client_ca_file)
     ctx.verify_mode = ssl.CERT_OPTIONAL  # /healthz stays reachable without one; everything else checks
-    ctx.set_alpn_protocols(["http/1.1"])
     return ctx
 
 

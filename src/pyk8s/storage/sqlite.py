@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..datadir import create_private_file, ensure_private_file
 from .interface import (
     DELETE,
     PUT,
@@ -109,6 +110,10 @@ class SQLiteStore(Store):
         self._loop = asyncio.get_running_loop()
         d = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(d, exist_ok=True)
+        # every object's plaintext: 0600 whatever the umask (SQLite gives its WAL and SHM the db's mode)
+        create_private_file(self.path)
+        for suffix in ("-wal", "-shm", "-journal"):
+            ensure_private_file(self.path + suffix)
         conn = sqlite3.connect(self.path, isolation_level=None)
         conn.execute("PRAGMA auto_vacuum=INCREMENTAL")  # only takes effect on a new database
         conn.executescript(_SCHEMA)
