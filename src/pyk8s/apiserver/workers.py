@@ -39,6 +39,8 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
         argv += ["--tls-san", san]
     if cfg.token_auth_file:
         argv += ["--token-auth-file", cfg.token_auth_file]
+    if cfg.audit is not None:
+        argv += cfg.audit.argv()
     return argv
 
 
