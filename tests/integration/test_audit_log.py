@@ -276,9 +276,16 @@ def test_audit_id_header_is_answered_and_taken_from_the_request(audited: tuple[C
     r = raw_request(c, "GET", "/api/v1/namespaces/default/configmaps/x-given-id", headers={"Audit-ID": "my-own-id"})
     assert r.headers["Audit-Id"] == "my-own-id"
     assert wait_events(log, lambda e: e["auditID"] == "my-own-id", 1)
-    # an ID that cannot be a header value is logged as given and not echoed
-    r = raw_request(c, "GET", "/api/v1/namespaces/default/configmaps/x-odd-id", headers={"Audit-ID": "a\u00e9b"})
-    assert r.status == 404
+    # an ID that is not UTF-8 is logged as Go's encoder writes it (U+FFFD) and not echoed: a client
+    # cannot keep its requests out of the log with a crafted ID or User-Agent
+    r = raw_request(c, "GET", "/api/v1/namespaces/default/configmaps/x-odd-id",
+                    headers={"Audit-ID": "a\u00e9b", "User-Agent": "ua\u00ff"})
+    assert r.status == 404 and "Audit-Id" not in r.headers
+    evs = wait_events(log, named("x-odd-id"), 1)  # configmaps: ResponseComplete only
+    assert [e["auditID"] for e in evs] == ["a\ufffdb"] and evs[0]["userAgent"] == "ua\ufffd"
+    # control characters cannot come back as a header either
+    r = raw_request(c, "GET", "/api/v1/namespaces/default/configmaps/x-tab-id", headers={"Audit-ID": "a\tb"})
+    assert r.status == 404 and "Audit-Id" not in r.headers
 
 
 def test_policy_none_rules_skip_users_and_urls(audited: tuple[Cluster, Path]) -> None:
@@ -353,6 +360,43 @@ def test_stdout_with_legacy_format(tmp_path: Path) -> None:
         while time.monotonic() < deadline and not any(line_re.match(x.strip()) for x in c.output):
             time.sleep(0.05)
         assert any(line_re.match(x.strip()) for x in c.output), "".join(c.output[-20:])
+    finally:
+        c.stop()
+
+
+def test_api_workers_audit_to_one_file(tmp_path: Path) -> None:
+    """With --api-workers 2 both workers append whole lines to the same log, and rotate it together."""
+    log = tmp_path / "audit.log"
+    tokens = _write(tmp_path / "tokens.csv", f"{EVE_TOKEN},eve,uid-eve\n")
+    c = Cluster(str(tmp_path / "data"), ["--disable", "controller-manager", "--disable", "scheduler",
+                                         "--token-auth-file", tokens, "--audit-policy-file",
+                                         _write(tmp_path / "policy.yaml", POLICY), "--audit-log-path", str(log),
+                                         "--audit-log-maxsize", "1", "--audit-log-compress"],
+                datastore="sqlite-workers").start()
+    try:
+        (tmp_path / "k").write_text("y" * 150_000)
+        for i in range(10):  # new connections: the kernel spreads them over the workers
+            c.kubectl("create", "configmap", f"w-{i}", f"--from-file=k={tmp_path / 'k'}")
+        names = set()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(names) < 10:
+            import gzip
+
+            names = set()
+            for p in tmp_path.iterdir():
+                if p.name.startswith("audit"):
+                    try:
+                        text = gzip.open(p, "rt").read() if p.name.endswith(".gz") else p.read_text()
+                    except (FileNotFoundError, EOFError):  # being compressed right now
+                        continue
+                    for line in text.splitlines():
+                        e = json.loads(line)  # every line whole
+                        if e.get("verb") == "create" and e["stage"] == "ResponseComplete":
+                            names.add(e["objectRef"]["name"])
+            time.sleep(0.1)
+        assert names == {f"w-{i}" for i in range(10)}
+        gz = [p for p in tmp_path.iterdir() if p.name.endswith(".log.gz")]
+        assert gz and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in gz)
     finally:
         c.stop()
 

@@ -26,19 +26,37 @@ def new_audit_id() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+class _Second:
+    """The formatted second of the last timestamp: events come many to a second."""
+
+    sec = -1
+    text = ""
+
+
 def micro_time(ns: int) -> str:
     """metav1.MicroTime: RFC 3339 with microseconds, in UTC."""
     sec, rest = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{rest // 1000:06d}Z"
+    if sec != _Second.sec:
+        _Second.sec, _Second.text = sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+    return f"{_Second.text}.{rest // 1000:06d}Z"
+
+
+_IPS: dict[str, str | None] = {}  # parsed addresses: a server sees few peers
 
 
 def _ip(s: str) -> str | None:
+    hit = _IPS.get(s, "")
+    if hit != "":
+        return hit
     try:
         ip = ipaddress.ip_address(s.strip())
+        out: str | None = str(getattr(ip, "ipv4_mapped", None) or ip)  # Go prints IPv4-mapped as IPv4
     except ValueError:
-        return None
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return str(mapped or ip)  # Go's net.IP prints an IPv4-mapped address as IPv4
+        out = None
+    if len(_IPS) > 4096:
+        _IPS.clear()
+    _IPS[s] = out
+    return out
 
 
 def source_ips(headers: Any, remote: str | None) -> list[str]:
@@ -60,9 +78,22 @@ def source_ips(headers: Any, remote: str | None) -> list[str]:
     return ips
 
 
+_USERS: dict[int, tuple[Any, dict[str, Any]]] = {}  # by identity: the certificate cache hands out one object
+
+
 def user_info(user: Any) -> dict[str, Any]:
-    """authentication.k8s.io/v1 UserInfo with upstream's omitempty fields; {} before authentication."""
-    return {} if user is None else dict(user.to_wire())
+    """authentication.k8s.io/v1 UserInfo with upstream's omitempty fields; {} before authentication.
+    Shared between events: callers must not change it."""
+    if user is None:
+        return {}
+    hit = _USERS.get(id(user))
+    if hit is not None and hit[0] is user:
+        return hit[1]
+    wire: dict[str, Any] = user.to_wire()
+    if len(_USERS) > 4096:
+        _USERS.clear()
+    _USERS[id(user)] = (user, wire)  # the reference keeps the id from being reused
+    return wire
 
 
 def request_verb(method: str, name: str, is_resource: bool, legacy_watch: bool, watch_param: str | None) -> str:

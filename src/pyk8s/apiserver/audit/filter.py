@@ -12,6 +12,7 @@ header is answered (upstream answers it always), for a random UUID or the client
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -21,12 +22,13 @@ import orjson
 from aiohttp import web
 
 from ..authz import RequestAttributes
+from ..codec import decode_body
 from ..request import parse_path
 from .event import MAX_USER_AGENT, legacy_line, micro_time, new_audit_id, request_verb, source_ips, user_info
 from .logbackend import LogBackend
 from .policy import LEVEL_ORDER, Attributes, Policy
 
-__all__ = ["Auditor", "AuditRequest", "audit_id", "record_authorization", "on_response_prepare", "KEY"]
+__all__ = ["Auditor", "AuditRequest", "record_authorization", "on_response_prepare", "set_audit_id_header", "KEY"]
 
 KEY = "pyk8s.audit"  # the request's AuditRequest (request[KEY]); None without a policy
 _current: ContextVar[AuditRequest | None] = ContextVar("pyk8s_audit", default=None)
@@ -43,24 +45,19 @@ def _client_audit_id(request: Any) -> str | None:
     return request.headers.get("Audit-ID") or None
 
 
-def _header_safe(value: str) -> bool:
-    """Whether a client's Audit-ID can be echoed as a header: printable Latin-1 only."""
-    return all(" " <= c <= "\xff" and c != "\x7f" for c in value)
-
-
-def audit_id(request: Any) -> str:
-    """The ID answered in Audit-Id: the auditor's, the client's, or a new one."""
-    ar = request.get(KEY)
-    if ar is not None:
-        return str(ar.audit_id)
-    return _client_audit_id(request) or new_audit_id()
+_NOT_A_HEADER_VALUE = re.compile("[^\x20-\x7e\x80-\xff]")  # controls and what Latin-1 cannot carry
 
 
 def set_audit_id_header(request: Any, resp: web.StreamResponse) -> None:
-    if "Audit-Id" not in resp.headers:
-        aid = audit_id(request)
-        if _header_safe(aid):
-            resp.headers["Audit-Id"] = aid
+    """Audit-Id: the client's Audit-ID when it can be a header value again, else the audit event's
+    ID or a new one (upstream's WithAuditInit, on every answer)."""
+    given = request.headers.get("Audit-ID")
+    if given:
+        if _NOT_A_HEADER_VALUE.search(given) is None:
+            resp.headers["Audit-Id"] = given
+        return
+    ar = request.get(KEY)
+    resp.headers["Audit-Id"] = ar.audit_id if ar is not None else new_audit_id()
 
 
 class AuditRequest:
@@ -102,7 +99,8 @@ def record_authorization(allowed: bool, reason: str) -> None:
 
 async def on_response_prepare(request: Any, resp: web.StreamResponse) -> None:
     """aiohttp's on_response_prepare: a streamed answer's headers are going out."""
-    set_audit_id_header(request, resp)
+    if "Audit-Id" not in resp.headers:
+        set_audit_id_header(request, resp)
     ar = request.get(KEY)
     if ar is not None:
         ar.auditor.started(ar, resp)
@@ -229,7 +227,11 @@ class Auditor:
         if self.legacy:
             self.backend.write(legacy_line(ev, ar.received_ns).encode() + b"\n")
         else:
-            self.backend.write(orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE))
+            try:
+                line = orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE)
+            except TypeError:  # header bytes that are not UTF-8 (a crafted Audit-ID or User-Agent)
+                line = orjson.dumps(_valid_utf8(ev), option=orjson.OPT_APPEND_NEWLINE)
+            self.backend.write(line)
 
     async def _finish(self, ar: AuditRequest, resp: web.StreamResponse | None) -> None:
         if not ar.authenticated:
@@ -269,8 +271,6 @@ class Auditor:
         body = await req.read() if req.can_read_body else b""
         if not body:
             return None
-        from ..codec import decode_body
-
         try:
             obj = decode_body(body, req.headers.get("Content-Type", "application/json"))
         except Exception:
@@ -374,6 +374,20 @@ def _response_status(resp: web.StreamResponse) -> dict[str, Any]:
     return status
 
 
+def _valid_utf8(v: Any) -> Any:
+    """Invalid UTF-8 (surrogate-escaped bytes) as U+FFFD, as Go's JSON encoder writes it: an event
+    is never lost to the bytes a client chose."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(v, dict):
+        return {_valid_utf8(k): _valid_utf8(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_valid_utf8(x) for x in v]
+    if isinstance(v, orjson.Fragment):
+        return v
+    return v
+
+
 def _without_managed_fields(obj: Any) -> Any:
     """A copy without metadata.managedFields, of an object or of each item of a list."""
     if not isinstance(obj, dict):
@@ -385,4 +399,8 @@ def _without_managed_fields(obj: Any) -> Any:
     items = out.get("items")
     if isinstance(items, list):
         out["items"] = [_without_managed_fields(i) for i in items]
+    rows = out.get("rows")  # a Table's rows carry their objects
+    if isinstance(rows, list):
+        out["rows"] = [{**r, "object": _without_managed_fields(r.get("object"))} if isinstance(r, dict) else r
+                       for r in rows]
     return out

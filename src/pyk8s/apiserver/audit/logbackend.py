@@ -226,9 +226,10 @@ def _remove(path: str) -> None:
 def _gzip(path: str) -> None:
     try:
         st = os.stat(path)
-        with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+        # created with the backup's mode: the events are never readable by others, not even briefly
+        fd = os.open(path + ".gz", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, st.st_mode & 0o777)
+        with open(path, "rb") as src, os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as dst:
             shutil.copyfileobj(src, dst)
-        os.chmod(path + ".gz", st.st_mode & 0o777)
         os.remove(path)
     except FileNotFoundError:
         pass  # another API process compressed it first
