@@ -365,13 +365,19 @@ def test_stdout_with_legacy_format(tmp_path: Path) -> None:
 
 
 def test_api_workers_audit_to_one_file(tmp_path: Path) -> None:
-    """With --api-workers 2 both workers append whole lines to the same log, and rotate it together."""
+    """With --api-workers 2 both workers append whole lines to the same log, and rotate it together;
+    --audit-log-maxage removes backups older than its days by the time in their names, and nothing else."""
     log = tmp_path / "audit.log"
+    old = tmp_path / "audit-2020-01-02T03-04-05.678.log"
+    old.write_text("{}\n")
+    unrelated = tmp_path / "audit-notes.log"
+    unrelated.write_text("mine\n")
     tokens = _write(tmp_path / "tokens.csv", f"{EVE_TOKEN},eve,uid-eve\n")
     c = Cluster(str(tmp_path / "data"), ["--disable", "controller-manager", "--disable", "scheduler",
                                          "--token-auth-file", tokens, "--audit-policy-file",
                                          _write(tmp_path / "policy.yaml", POLICY), "--audit-log-path", str(log),
-                                         "--audit-log-maxsize", "1", "--audit-log-compress"],
+                                         "--audit-log-maxsize", "1", "--audit-log-compress",
+                                         "--audit-log-maxage", "1"],
                 datastore="sqlite-workers").start()
     try:
         (tmp_path / "k").write_text("y" * 150_000)
@@ -384,7 +390,7 @@ def test_api_workers_audit_to_one_file(tmp_path: Path) -> None:
 
             names = set()
             for p in tmp_path.iterdir():
-                if p.name.startswith("audit"):
+                if p.name.startswith("audit") and p != unrelated:
                     try:
                         text = gzip.open(p, "rt").read() if p.name.endswith(".gz") else p.read_text()
                     except (FileNotFoundError, EOFError):  # being compressed right now
@@ -397,6 +403,7 @@ def test_api_workers_audit_to_one_file(tmp_path: Path) -> None:
         assert names == {f"w-{i}" for i in range(10)}
         gz = [p for p in tmp_path.iterdir() if p.name.endswith(".log.gz")]
         assert gz and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in gz)
+        assert not old.exists() and not Path(f"{old}.gz").exists() and unrelated.read_text() == "mine\n"
     finally:
         c.stop()
 

@@ -75,7 +75,7 @@ class AuditRequest:
         self.omit_stages: frozenset[str] = frozenset()
         self.omit_managed_fields = False
         self.base: dict[str, Any] = {}
-        self.user: Any = None
+        self.user: Any = None  # the user the request is served as
         self.annotations: dict[str, str] | None = None
         self.long_running = False
         self.started = False  # ResponseStarted written (or omitted) for a long-running request
@@ -115,7 +115,7 @@ class Auditor:
         self.legacy = fmt == "legacy"
 
     def open(self) -> None:
-        self.backend.open(asyncio.get_running_loop().call_soon)
+        self.backend.open(asyncio.get_running_loop())
 
     def close(self) -> None:
         self.backend.close()
@@ -148,7 +148,9 @@ class Auditor:
             return
         ar.authenticated = True
         ar.user = user
-        self._evaluate(ar, path, user, anonymous_if_none=True)
+        # the policy looks at the authenticated user, not an impersonated one (upstream's audit
+        # filter runs before impersonation); the impersonation code keeps the former there
+        self._evaluate(ar, path, request.get("pyk8s.impersonator") or user, anonymous_if_none=True)
         if ar.level > 0:
             self._emit(ar, "RequestReceived", None)
 
@@ -210,7 +212,8 @@ class Auditor:
         ev["stage"] = stage
         imp = ar.request.get("pyk8s.impersonator")
         if imp is not None and ar.user is not None and stage != "RequestReceived":
-            # the impersonation filter runs after this one upstream: user stays the authenticated one
+            # upstream's impersonation filter runs after the audit filter: user stays the
+            # authenticated one, and the later stages name the impersonated one too
             ev["user"], ev["impersonatedUser"] = user_info(imp), user_info(_effective_user(ar, imp))
             ev = _reorder(ev)
         if status is not None:

@@ -40,9 +40,11 @@ class AuditOptions:
         errs = self.validate()
         if errs:
             raise ValueError("; ".join(errs))
-        if not self.policy_file or not self.log_path:
+        if not self.policy_file:
             return None
-        policy = load_policy(self.policy_file)
+        policy = load_policy(self.policy_file)  # a bad policy stops the server even without a log path
+        if not self.log_path:
+            return None
         backend = LogBackend(self.log_path, self.log_maxage, self.log_maxbackup, self.log_maxsize,
                              self.log_compress)
         return Auditor(policy, backend, self.log_format)
