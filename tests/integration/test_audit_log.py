@@ -288,6 +288,19 @@ def test_audit_id_header_is_answered_and_taken_from_the_request(audited: tuple[C
     assert r.status == 404 and "Audit-Id" not in r.headers
 
 
+def test_spoofed_source_and_long_user_agent(audited: tuple[Cluster, Path]) -> None:
+    """X-Forwarded-For and X-Real-Ip are logged as upstream's SourceIPs does, but the connection's
+    own address always ends the list; a User-Agent over 1024 characters is cut and marked."""
+    c, log = audited
+    r = raw_request(c, "GET", "/api/v1/namespaces/default/secrets/spoof-me",
+                    headers={"X-Forwarded-For": "203.0.113.7, not-an-ip", "X-Real-Ip": "198.51.100.9",
+                             "User-Agent": "A" * 5000})
+    assert r.status == 404
+    evs = wait_events(log, named("spoof-me"), 2)
+    assert evs[0]["sourceIPs"] == ["203.0.113.7", "198.51.100.9", "127.0.0.1"]
+    assert evs[0]["userAgent"] == "A" * 1024 + "...TRUNCATED"
+
+
 def test_policy_none_rules_skip_users_and_urls(audited: tuple[Cluster, Path]) -> None:
     c, log = audited
     r = token_kubectl(c, QUIET_TOKEN, "get", "configmap", "quiet-cm")
