@@ -1,5 +1,6 @@
-"""The audit filter's contract with impersonation (upstream: WithAudit runs before WithImpersonation).
+"""The audit filter's contracts with the rest of the request path: impersonation and failures.
 
+Impersonation (upstream: WithAudit runs before WithImpersonation):
 The impersonation code in APIServer._serve_request keeps the authenticated user in
 request["pyk8s.impersonator"] and serves the request as the impersonated one. Whichever side of
 that swap the audit hook lands on, the events must be upstream's: `user` is the authenticated
@@ -40,7 +41,7 @@ class _Transport:
         return ("127.0.0.1", 40000) if name == "peername" else default
 
 
-def _run(tmp_path: Path, hook_after_swap: bool) -> list[dict[str, Any]]:
+def _run(tmp_path: Path, hook_after_swap: bool, panic: bool = False) -> list[dict[str, Any]]:
     (tmp_path / "policy.yaml").write_text(POLICY)
     log = tmp_path / "audit.log"
 
@@ -59,6 +60,10 @@ def _run(tmp_path: Path, hook_after_swap: bool) -> list[dict[str, Any]]:
                 req["pyk8s.impersonator"] = ALICE
             req["pyk8s.ctx"] = RequestContext(user=BOB)
             record_authorization(True, "")
+            if panic:  # what _serve_request does with an unexpected exception
+                auditor.panicked(req, ZeroDivisionError("division by zero"))
+                return web.Response(body=b'{"kind":"Status","code":500}', status=500,
+                                    content_type="application/json")
             return web.Response(body=b'{"kind":"ConfigMap"}', status=200, content_type="application/json")
 
         headers = CIMultiDictProxy(CIMultiDict({"Impersonate-User": "bob", "User-Agent": "t"}))
@@ -82,3 +87,13 @@ def test_impersonated_request_names_both_users(tmp_path: Path, hook_after_swap: 
     assert evs[1]["user"] == alice
     assert evs[1]["impersonatedUser"] == {"username": "bob", "groups": ["system:authenticated"]}
     assert list(evs[1])[7:9] == ["user", "impersonatedUser"]  # upstream's field order
+
+
+def test_unexpected_failure_ends_with_the_panic_stage(tmp_path: Path) -> None:
+    """Upstream's WithAudit on a panic: a Panic event (500 InternalError, "APIServer panic'd: ...")
+    instead of ResponseComplete."""
+    evs = _run(tmp_path, False, panic=True)
+    assert [e["stage"] for e in evs] == ["RequestReceived", "Panic"]
+    assert evs[1]["responseStatus"] == {"metadata": {}, "status": "Failure",
+                                        "message": "APIServer panic'd: division by zero",
+                                        "reason": "InternalError", "code": 500}
