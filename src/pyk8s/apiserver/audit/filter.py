@@ -12,6 +12,7 @@ header is answered (upstream answers it always), for a random UUID or the client
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +22,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ..authn import anonymous_user
 from ..authz import RequestAttributes
 from ..codec import decode_body
 from ..request import parse_path
@@ -30,6 +32,7 @@ from .policy import LEVEL_ORDER, Attributes, Policy
 
 __all__ = ["Auditor", "AuditRequest", "record_authorization", "on_response_prepare", "set_audit_id_header", "KEY"]
 
+log = logging.getLogger("pyk8s.apiserver.audit")
 KEY = "pyk8s.audit"  # the request's AuditRequest (request[KEY]); None without a policy
 _current: ContextVar[AuditRequest | None] = ContextVar("pyk8s_audit", default=None)
 _METADATA, _REQUEST, _REQUEST_RESPONSE = LEVEL_ORDER["Metadata"], LEVEL_ORDER["Request"], \
@@ -37,7 +40,6 @@ _METADATA, _REQUEST, _REQUEST_RESPONSE = LEVEL_ORDER["Metadata"], LEVEL_ORDER["R
 # upstream's BasicLongRunningRequestCheck(watch, proxy verbs; attach, exec, proxy, log, portforward)
 _LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
 _DECISION, _REASON = "authorization.k8s.io/decision", "authorization.k8s.io/reason"
-_BODY_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
 
 
 def _client_audit_id(request: Any) -> str | None:
@@ -64,7 +66,7 @@ class AuditRequest:
     """One request's audit event while it is served."""
 
     __slots__ = ("auditor", "audit_id", "received_ns", "request", "level", "omit_stages", "omit_managed_fields", "base",
-                 "user", "annotations", "long_running", "started", "authenticated", "panic", "verb")
+                 "user", "annotations", "long_running", "started", "authenticated", "panic")
 
     def __init__(self, auditor: Auditor, request: Any) -> None:
         self.auditor = auditor
@@ -81,7 +83,6 @@ class AuditRequest:
         self.started = False  # ResponseStarted written (or omitted) for a long-running request
         self.authenticated = False
         self.panic: BaseException | None = None
-        self.verb = ""
 
 
 def record_authorization(allowed: bool, reason: str) -> None:
@@ -136,10 +137,7 @@ class Auditor:
             try:
                 await self._finish(ar, resp)
             except Exception:  # an audit bug must not turn an answer into a failure
-                import logging
-
-                logging.getLogger("pyk8s.apiserver.audit").exception("audit event for %s failed",
-                                                                     request.path_qs)
+                log.exception("audit event for %s failed", request.path_qs)
 
     def authenticated(self, request: Any, path: str, user: Any) -> None:
         """The request's user is known (None: a public path without credentials, as anonymous)."""
@@ -172,10 +170,7 @@ class Auditor:
         info = parse_path(path)
         verb = request_verb(req.method, info.name, info.is_resource, info.legacy_watch,
                             req.query.get("watch") if info.is_resource and not info.name else None)
-        ar.verb = verb
-        if user is None and anonymous_if_none:
-            from ..authn import anonymous_user
-
+        if user is None and anonymous_if_none:  # a public path without credentials: upstream's anonymous
             user = ar.user = anonymous_user()
         namespace = info.namespace or ""
         if info.resource == "namespaces" and info.name:
