@@ -67,6 +67,11 @@ class FastRequest:
         return self._url.path_qs
 
     @property
+    def raw_path(self) -> str:
+        """The request target as sent (aiohttp's Request.raw_path)."""
+        return self._url.raw_path_qs
+
+    @property
     def query(self) -> MultiDictProxy[str]:
         if self._query is None:
             self._query = self._url.query

@@ -147,7 +147,8 @@ class StreamRequest(FastRequest):
     keep_alive = True
 
     async def _prepare_hook(self, response: Any) -> None:
-        pass
+        # as aiohttp's Request does (Audit-Id, the audit log's ResponseStarted)
+        await self.app.on_response_prepare.send(self, response)  # type: ignore[arg-type]
 
 
 class LoopbackPool:

@@ -26,6 +26,7 @@ from ..api.resources import Registry, builtin_registry
 from ..datadir import ensure_private_dir
 from ..storage import Store, open_store
 from . import appkeys, impersonation
+from .audit import AuditOptions, on_response_prepare, record_authorization, set_audit_id_header
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
@@ -80,6 +81,7 @@ class ServerConfig:
     api_worker: bool = False
     # --encryption-provider-config, loaded (encryptionconfig.EncryptionConfig): resources kept encrypted
     encryption: Any = None
+    audit: AuditOptions | None = None  # --audit-policy-file and --audit-log-* (audit/options.py)
 
 
 def _version_info() -> dict[str, str]:
@@ -139,6 +141,7 @@ class APIServer:
         self.crds: Any = None
         self._cert_users: dict[bytes, tuple[Any, float]] = {}
         self._ha: list[Any] = []  # endpoint reconciler and identity lease (endpoint_reconciler.py)
+        self.audit = config.audit.build() if config.audit is not None else None
 
     @property
     def url(self) -> str:
@@ -190,6 +193,8 @@ class APIServer:
         self.crds = crds.CRDManager(self)
         await self.crds.start()
         self.app = self._build_app()
+        if self.audit is not None:
+            self.audit.open()
         from . import kubelet_proxy
 
         self.app[appkeys.KUBELET_PROXY] = kubelet_proxy.make(self)
@@ -264,6 +269,8 @@ class APIServer:
             await self._runner.cleanup()  # the connections handed to aiohttp
         if self.store is not None:
             await self.store.close()
+        if self.audit is not None:
+            self.audit.close()
 
     # ---- security -------------------------------------------------------------------------
     def _setup_security(self) -> None:
@@ -358,6 +365,7 @@ class APIServer:
         app[appkeys.API_AUDIENCE] = "https://kubernetes.default.svc.cluster.local"
         app[appkeys.TOKEN_SIGNER] = self.sign_token
         app.router.add_route("*", "/{tail:.*}", self._entry)
+        app.on_response_prepare.append(on_response_prepare)  # Audit-Id and ResponseStarted of streams
         return app
 
     def _peer_cert(self, request: web.Request) -> bytes | None:
@@ -375,6 +383,14 @@ class APIServer:
             return None
 
     async def _entry(self, request: web.Request) -> web.StreamResponse:
+        if self.audit is not None:
+            return await self.audit.serve(request, self._serve_request)
+        resp = await self._serve_request(request)
+        if not resp.prepared:
+            set_audit_id_header(request, resp)  # upstream answers it with or without auditing
+        return resp
+
+    async def _serve_request(self, request: web.Request) -> web.StreamResponse:
         path = request.path
         if len(path) > 1 and path.endswith("/"):
             path = path.rstrip("/")  # kr8s sends /api/ and /version/
@@ -382,6 +398,8 @@ class APIServer:
             user = self._authenticate(request, self._peer_cert(request))
             if user is None:  # no credentials and --anonymous-auth=false: 401 everywhere, as upstream
                 raise E.new_unauthorized()
+            if self.audit is not None:  # before impersonation: a refused impersonation is audited too
+                self.audit.authenticated(request, path, user)
             if impersonation.requested(request.headers):
                 as_user = impersonation.impersonate(user, request.headers, self.authorizer)
                 if as_user is not None:  # never cached: the certificate's own user stays in _cert_users
@@ -403,6 +421,8 @@ class APIServer:
             return status_response(E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}"))
         except Exception as e:
             log.exception("internal error serving %s %s", request.method, request.path_qs)
+            if self.audit is not None:
+                self.audit.panicked(request, e)
             return status_response(E.new_internal_error(e))
 
     def _authenticate(self, request: web.Request, peer: bytes | None) -> Any:
@@ -433,6 +453,7 @@ class APIServer:
         else:
             attrs = RequestAttributes(verb=verb, path=path, resource_request=False)
         ok, reason = self.authorizer.authorize(user, attrs)
+        record_authorization(ok, reason)
         if not ok:
             raise forbidden_error(user, attrs, reason)
 

@@ -41,6 +41,8 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
         argv += ["--token-auth-file", cfg.token_auth_file]
     if not cfg.anonymous_auth:
         argv.append("--anonymous-auth=false")
+    if cfg.audit is not None:
+        argv += cfg.audit.argv()
     return argv
 
 

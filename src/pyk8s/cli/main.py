@@ -71,6 +71,9 @@ def _server_parser(sub: Any) -> None:
                         "deploys kube-controller-manager, instead of on this process's event loop (for "
                         "thousands of nodes or pods: the API's loop then only answers requests)")
     p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    from ..apiserver.audit import options as audit_options
+
+    audit_options.add_flags(p)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,6 +165,7 @@ async def _server(args: Any) -> int:
         master_lease_interval=args.master_lease_ttl * 2 / 3,
         reuse_port=args.api_workers > 1 or args.api_worker,
         api_worker=args.api_worker,
+        audit=_audit_options(args),
     )
     if args.api_workers < 1:
         print("pyk8s: --api-workers must be at least 1", file=sys.stderr)
@@ -184,7 +188,11 @@ async def _server(args: Any) -> int:
             return 1
     from ..storage import StoreError
 
-    server = APIServer(cfg)
+    try:
+        server = APIServer(cfg)
+    except ValueError as e:  # an audit policy or --audit-log-* value that cannot be used
+        print(f"pyk8s: {e}", file=sys.stderr)
+        return 1
     try:
         await server.start()
     except (OSError, StoreError) as e:  # e.g. port in use, etcd unreachable
@@ -230,6 +238,12 @@ async def _server(args: Any) -> int:
         await workers.stop()
     await server.stop()
     return 0
+
+
+def _audit_options(args: Any) -> Any:
+    from ..apiserver.audit import options as audit_options
+
+    return audit_options.from_args(args)
 
 
 async def _api_worker(server: Any) -> int:
