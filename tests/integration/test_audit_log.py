@@ -247,23 +247,28 @@ def test_forbidden_request_is_audited_with_decision_forbid(audited: tuple[Cluste
 
 
 def test_unauthenticated_requests_get_one_response_started_event(audited: tuple[Cluster, Path]) -> None:
-    """Upstream's WithFailedAuthenticationAudit: a bad token (or none) is audited once, at
-    ResponseStarted, with an empty user."""
+    """Upstream's WithFailedAuthenticationAudit: a bad token is audited once, at ResponseStarted,
+    with an empty user. A request with no credentials at all is system:anonymous (--anonymous-auth
+    defaults to true), which RBAC refuses: audited as that user, with the decision."""
     c, log = audited
     r = tls_request(c, "GET", "/api/v1/namespaces/default/pods/badtoken-pod",
                     {"Authorization": "Bearer not-a-token", "Audit-ID": "unauth-1"})
     assert r.status == 401 and r.getheader("Audit-Id") == "unauth-1"
+    wait_events(log, lambda e: e["auditID"] == "unauth-1", 1)
+    time.sleep(0.2)
+    evs = [e for e in read_events(log) if e["auditID"] == "unauth-1"]
+    assert [e["stage"] for e in evs] == ["ResponseStarted"], evs
+    e = evs[0]
+    assert e["user"] == {} and e["verb"] == "get" and "annotations" not in e
+    assert e["responseStatus"] == {"metadata": {}, "status": "Failure", "message": "Unauthorized",
+                                   "reason": "Unauthorized", "code": 401}
     r = tls_request(c, "DELETE", "/api/v1/namespaces/default/pods/nocreds-pod", {"Audit-ID": "unauth-2"})
-    assert r.status == 401
-    for aid, verb in (("unauth-1", "get"), ("unauth-2", "delete")):
-        evs = wait_events(log, lambda e, aid=aid: e["auditID"] == aid, 1)  # type: ignore[misc]
-        time.sleep(0.2)
-        evs = [e for e in read_events(log) if e["auditID"] == aid]
-        assert [e["stage"] for e in evs] == ["ResponseStarted"], evs
-        e = evs[0]
-        assert e["user"] == {} and e["verb"] == verb and "annotations" not in e
-        assert e["responseStatus"] == {"metadata": {}, "status": "Failure", "message": "Unauthorized",
-                                       "reason": "Unauthorized", "code": 401}
+    assert r.status == 403
+    evs = wait_events(log, lambda e: e["auditID"] == "unauth-2" and e["stage"] == "ResponseComplete", 1)
+    e = evs[-1]
+    assert e["user"]["username"] == "system:anonymous" and "system:unauthenticated" in e["user"]["groups"]
+    assert e["verb"] == "delete" and e["responseStatus"]["code"] == 403
+    assert e["annotations"]["authorization.k8s.io/decision"] == "forbid"
 
 
 def test_audit_id_header_is_answered_and_taken_from_the_request(audited: tuple[Cluster, Path]) -> None:
