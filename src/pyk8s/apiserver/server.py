@@ -77,6 +77,10 @@ class ServerConfig:
     # an API worker of a main server (--api-workers): serves requests only; the main server
     # bootstraps, compacts, reconciles endpoints and writes the kubeconfig
     api_worker: bool = False
+    # API Priority and Fairness (flowcontrol.py); off: the plain in-flight limits below
+    enable_priority_and_fairness: bool = True
+    max_requests_inflight: int = 400  # upstream's defaults; APF shares their sum among priority levels
+    max_mutating_requests_inflight: int = 200
 
 
 def _version_info() -> dict[str, str]:
@@ -136,6 +140,7 @@ class APIServer:
         self.crds: Any = None
         self._cert_users: dict[bytes, tuple[Any, float]] = {}
         self._ha: list[Any] = []  # endpoint reconciler and identity lease (endpoint_reconciler.py)
+        self.flowcontrol: Any = None  # the APF or max-in-flight filter (flowcontrol.py)
 
     @property
     def url(self) -> str:
@@ -177,7 +182,9 @@ class APIServer:
 
         self.allocator = admission.install(self.rest, cfg.service_cidr, cfg.cluster_cidr)
         self._setup_security()
-        from . import crds
+        from . import crds, flowcontrol
+
+        self.flowcontrol = flowcontrol.make(self)
 
         self.crds = crds.CRDManager(self)
         await self.crds.start()
@@ -425,6 +432,12 @@ class APIServer:
             raise forbidden_error(user, attrs, reason)
 
     async def _route(self, request: web.Request, path: str, user: Any) -> web.StreamResponse:
+        # API Priority and Fairness after authentication, before authorization, as upstream's filter chain
+        if self.flowcontrol is not None:
+            return await self.flowcontrol.serve(request, path, user, self._route_admitted)  # type: ignore[no-any-return]
+        return await self._route_admitted(request, path, user)
+
+    async def _route_admitted(self, request: web.Request, path: str, user: Any) -> web.StreamResponse:
         m = request.method
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return web.Response(text="ok", content_type="text/plain")
