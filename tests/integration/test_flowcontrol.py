@@ -282,3 +282,22 @@ def test_bad_flag_values_are_refused(tmp_path, args, message):
     p = subprocess.run([sys.executable, "-m", "pyk8s.cli", "server", "--data-dir", str(tmp_path), "--port", "0",
                         "--disable-agent", *args], capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and message in p.stderr
+
+
+@pytest.mark.parametrize("apf", [True, False])
+def test_api_workers_enforce_the_same_filter(tmp_path, apf):
+    """--api-workers: the worker processes answer, each with the main server's APF setting."""
+    args = ["--token-auth-file", _tokens_file(tmp_path / "tokens.csv")]
+    if not apf:
+        args += ["--enable-priority-and-fairness=false"]
+    c = Cluster(str(tmp_path / "data"), args, datastore="sqlite-workers").start()
+    try:
+        for _ in range(4):  # connections spread over the workers
+            r = _get(c, "/api/v1/namespaces", TOKENS["bob"])
+            assert r.status == 403  # bob has no role here: classified (and limited) before authorization
+            if apf:
+                assert r.headers[PL_HEADER] == _uid(c, "prioritylevelconfigurations", "global-default")
+            else:
+                assert PL_HEADER not in r.headers
+    finally:
+        c.stop()
