@@ -140,6 +140,14 @@ def test_answers_name_the_flow_schema_and_priority_level(server):
         r = _get(server, path, TOKENS["flooder"])
         if path != "/apis":  # the flood schema names resources only: discovery goes to global-default
             assert (r.headers[FS_HEADER], r.headers[PL_HEADER]) == tiny, path
+    # a name that only looks long-running is classified (and limited) like any other request
+    r = _get(server, "/api/v1/namespaces/proxy-x/configmaps", TOKENS["flooder"])
+    assert r.status == 200 and r.headers[PL_HEADER] == tiny[1]
+    r = _get(server, "/api/v1/namespaces/default/configmaps/exec-log-proxy", TOKENS["flooder"])
+    assert r.status == 404 and r.headers[PL_HEADER] == tiny[1]
+    # logs, exec, attach, port-forward and proxies are not held by APF (upstream: no headers either)
+    r = _get(server, "/api/v1/namespaces/default/pods/nope/log", TOKENS["flooder"])
+    assert r.status == 404 and PL_HEADER not in r.headers
     # the same user name without system:masters is not exempt (classification is per user and groups)
     assert _get(server, "/api/v1/namespaces", TOKENS["mallory-admin"]).headers[PL_HEADER] == exempt[1]
     assert _get(server, "/api/v1/namespaces", TOKENS["mallory"]).headers[PL_HEADER] == default[1]

@@ -35,7 +35,6 @@ from . import flowcontrol_bootstrap as bootstrap
 from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
 from .flowcontrol_match import CompiledFlowSchema, Digest, compile_flow_schema, distinguisher_of
 from .flowcontrol_queues import Dispatcher, PriorityLevel, Ticket
-from .http1 import takes_connection
 from .request import RequestInfo, parse_path
 
 __all__ = ["FlowControl", "MaxInFlight", "FLOW_SCHEMA_UID_HEADER", "PRIORITY_LEVEL_UID_HEADER", "request_verb",
@@ -46,7 +45,8 @@ PRIORITY_LEVEL_UID_HEADER = "X-Kubernetes-PF-PriorityLevel-UID"
 TOO_MANY_REQUESTS = "Too many requests, please try again later."
 REQUEST_TIMEOUT = 60.0  # upstream's --request-timeout default; requests wait in queues for a quarter of it
 OBJECTS_PER_SEAT, MAX_SEATS = 100, 10  # upstream's list work estimate
-_WATCH_VALUES = frozenset({"1", "t", "T", "true", "TRUE", "True"})  # Go's ParseBool, as upstream reads ?watch=
+# the subresources (and the legacy /api/v1/proxy/... resource) upstream's long-running check names
+_LONG_RUNNING = frozenset({"exec", "attach", "portforward", "proxy", "log"})
 _NON_MUTATING = frozenset({"get", "list", "watch"})
 _ANONYMOUS = ("system:anonymous", ("system:unauthenticated",))
 _GROUP = bootstrap.GROUP
@@ -60,10 +60,17 @@ def request_verb(method: str, info: RequestInfo, query: Any) -> str:
     if method == "GET":
         if info.name:
             return "get"
-        return "watch" if info.legacy_watch or query.get("watch", "") in _WATCH_VALUES else "list"
+        # as the handlers decide (server._route_admitted): a watch served as one must be counted as one
+        return "watch" if info.legacy_watch or query.get("watch", "").lower() in ("1", "true") else "list"
     if method == "DELETE" and not info.name:
         return "deletecollection"
     return _METHOD_VERBS.get(method) or method.lower()
+
+
+def _long_running(info: RequestInfo) -> bool:
+    """exec, attach, port-forward, proxy and logs: upstream's filters do not hold them. Decided on
+    what the URL names, not on its text (a namespace called "proxy-x" is no proxy request)."""
+    return info.is_resource and (info.subresource in _LONG_RUNNING or info.resource == "proxy")
 
 
 def _user_of(user: Any) -> tuple[str, tuple[str, ...]]:
@@ -173,9 +180,9 @@ class FlowControl:
 
     # ---- the filter -----------------------------------------------------------------------
     async def serve(self, request: web.Request, path: str, user: Any, inner: Inner) -> web.StreamResponse:
-        if takes_connection(path):
-            return await inner(request, path, user)  # long-running: not held, as upstream
         info = parse_path(path)
+        if _long_running(info):
+            return await inner(request, path, user)  # not held, as upstream
         m = request.method
         verb = request_verb(m, info, request.query) if info.is_resource else m.lower()
         flow = self._flow(user, m, info, path, verb)
@@ -230,12 +237,10 @@ class MaxInFlight:
         self.in_flight = [0, 0]
 
     async def serve(self, request: web.Request, path: str, user: Any, inner: Inner) -> web.StreamResponse:
-        if takes_connection(path):
-            return await inner(request, path, user)
         info = parse_path(path)
         m = request.method
         verb = request_verb(m, info, request.query) if info.is_resource else m.lower()
-        if verb == "watch":
+        if verb == "watch" or _long_running(info):
             return await inner(request, path, user)
         kind = 0 if verb in _NON_MUTATING else 1
         limit = self.limits[kind]
