@@ -31,12 +31,14 @@ TOKENS = {
     "bob": "bob-token",
     "mallory-admin": "mal-masters",  # the same user name twice: once in system:masters, once not
     "mallory": "mal-plain",
+    "ann": "ann-token",  # the fair-queuing test's flooder and quiet user
+    "ben": "ben-token",
 }
 
 
 def _tokens_file(path) -> str:
     path.write_text("flood-token,flooder,1001,\nbob-token,bob,1002,\nmal-masters,mallory,1003,\"system:masters\"\n"
-                    "mal-plain,mallory,1004,\n")
+                    "mal-plain,mallory,1004,\nann-token,ann,1005,\nben-token,ben,1006,\n")
     return str(path)
 
 
@@ -104,7 +106,7 @@ def server(tmp_path_factory):
     c = Cluster(str(d / "data"), ["--token-auth-file", _tokens_file(d / "tokens.csv"),
                                   "--max-requests-inflight", "2", "--max-mutating-requests-inflight", "0"])
     c.start()
-    for user in ("flooder", "bob", "mallory"):
+    for user in ("flooder", "bob", "mallory", "ann", "ben"):
         c.kubectl("create", "clusterrolebinding", f"{user}-edit", "--clusterrole=cluster-admin", f"--user={user}")
     c.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
@@ -119,7 +121,21 @@ def server(tmp_path_factory):
                   "rules": [{"subjects": [{"kind": "User", "user": {"name": "flooder"}}],
                              "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
                                                 "namespaces": ["*"], "clusterScope": True}]}]}},
+        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+         "metadata": {"name": "fair"},
+         "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "lendablePercent": 0,
+                                                 "borrowingLimitPercent": 0,
+                                                 "limitResponse": {"type": "Queue", "queuing": {
+                                                     "queues": 64, "handSize": 2, "queueLengthLimit": 20}}}}},
+        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "fair"},
+         "spec": {"priorityLevelConfiguration": {"name": "fair"}, "matchingPrecedence": 40,
+                  "distinguisherMethod": {"type": "ByUser"},
+                  "rules": [{"subjects": [{"kind": "User", "user": {"name": "ann"}},
+                                          {"kind": "User", "user": {"name": "ben"}}],
+                             "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                                "namespaces": ["*"], "clusterScope": True}]}]}},
     ]}))
+    c.kubectl("create", "namespace", "fair")
     yield c
     c.stop()
 
@@ -183,6 +199,43 @@ def test_flood_gets_429_while_other_levels_and_exempt_are_served(server):
     finally:
         holder.close()
         queued.close()
+
+
+def test_a_flows_backlog_does_not_delay_another_flow(server):
+    """ann queues 10 creates behind a held one; ben's one create, queued last at the same level, is
+    served after at most one of ann's per queue of her hand (2), not after all 10."""
+    import threading
+
+    holder = _Conn(server, TOKENS["ann"])
+    threads = []
+
+    def create(user: str, name: str) -> None:
+        r = raw_request(server, "POST", "/api/v1/namespaces/fair/configmaps",
+                        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
+                        headers={"Authorization": f"Bearer {TOKENS[user]}"}, auth=False, timeout=60)
+        assert r.status == 201, r.body
+
+    try:
+        holder.start_chunked_post("/api/v1/namespaces/fair/configmaps")  # the level's one seat
+        time.sleep(0.3)
+        for i in range(10):
+            threads.append(threading.Thread(target=create, args=("ann", f"ann-{i}")))
+            threads[-1].start()
+        time.sleep(1.0)  # all ten queued
+        threads.append(threading.Thread(target=create, args=("ben", "ben")))
+        threads[-1].start()
+        time.sleep(0.5)
+        holder.finish_chunked_post("ann-held")
+        assert holder.response()[0] == 201
+        for t in threads:
+            t.join(60)
+    finally:
+        holder.close()
+    items = json.loads(server.kubectl("get", "configmaps", "-n", "fair", "-o", "json").stdout)["items"]
+    order = [o["metadata"]["name"] for o in sorted(items, key=lambda o: int(o["metadata"]["resourceVersion"]))
+             if o["metadata"]["name"] != "kube-root-ca.crt"]
+    assert order[0] == "ann-held" and len(order) == 12
+    assert order.index("ben") <= 3, order  # FIFO would make it last
 
 
 def test_a_client_leaving_its_queue_leaks_no_seat(server):
