@@ -255,6 +255,28 @@ def test_a_client_leaving_its_queue_leaks_no_seat(server):
         holder.close()
 
 
+def test_a_request_whose_client_left_the_queue_never_runs(server):
+    holder = _Conn(server, TOKENS["flooder"])
+    try:
+        holder.start_chunked_post("/api/v1/namespaces/default/configmaps")
+        time.sleep(0.3)
+        leaver = _Conn(server, TOKENS["flooder"])
+        body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"left-behind"}}'
+        leaver.sock.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n"
+                            + leaver.auth.encode() + b"Content-Type: application/json\r\n"
+                            + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        time.sleep(0.3)  # queued behind the holder
+        leaver.close()
+        time.sleep(0.3)
+        holder.finish_chunked_post("held-4")
+        assert holder.response()[0] == 201
+        time.sleep(0.5)
+        assert _get(server, "/api/v1/namespaces/default/configmaps/left-behind", None).status == 404
+        assert _get(server, "/api/v1/namespaces/default/configmaps", TOKENS["flooder"]).status == 200
+    finally:
+        holder.close()
+
+
 def test_a_watch_holds_its_seat_only_while_it_starts(server):
     watcher = _Conn(server, TOKENS["flooder"])
     try:

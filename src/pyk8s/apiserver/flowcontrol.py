@@ -194,6 +194,12 @@ class FlowControl:
             ticket = level.try_start(self._seats(info, verb, request.query, level))
         if ticket is None:
             ticket = await self._wait(flow, self._seats(info, verb, request.query, level))
+            t = request.transport
+            if t is not None and t.is_closing():
+                # its client left while it was queued: upstream's request context is cancelled and
+                # the request never runs; neither does ours (a create is not made)
+                ticket.release()
+                raise E.new_too_many_requests(TOO_MANY_REQUESTS, level.retry_after.value)
         hdrs = flow.headers
         if verb == "watch":
             request[PF_WATCH_INITIALIZED] = ticket.release
