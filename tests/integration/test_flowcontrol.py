@@ -325,8 +325,21 @@ def test_flow_schema_changes_apply_without_restart(server):
     _wait_for(lambda: _get(server, "/api/v1/namespaces", TOKENS["flooder"]).headers[PL_HEADER] == default,
               "the dangling FlowSchema ignored")
     server.kubectl("delete", "flowschema", "flood")
-    assert _get(server, "/api/v1/namespaces", TOKENS["flooder"]).headers[FS_HEADER] == \
-        _uid(server, "flowschemas", "global-default")
+    _wait_for(lambda: _get(server, "/api/v1/namespaces", TOKENS["flooder"]).headers[FS_HEADER] ==
+              _uid(server, "flowschemas", "global-default"), "the deleted FlowSchema gone")
+    # the mandatory catch-all pointed at a missing level (until the ensurer puts it back): requests
+    # still go to the catch-all level, none fails
+    server.kubectl("patch", "flowschema", "catch-all", "--type=merge",
+                   "-p", '{"spec":{"priorityLevelConfiguration":{"name":"no-such-level"}}}')
+    server.kubectl("patch", "flowschema", "global-default", "--type=merge",
+                   "-p", '{"metadata":{"annotations":{"apf.kubernetes.io/autoupdate-spec":"false"}},'
+                         '"spec":{"rules":[{"subjects":[{"kind":"User","user":{"name":"nobody"}}],'
+                         '"nonResourceRules":[{"verbs":["*"],"nonResourceURLs":["*"]}]}]}}')
+    catch_all = _uid(server, "prioritylevelconfigurations", "catch-all")
+    _wait_for(lambda: _get(server, "/api/v1/namespaces", TOKENS["flooder"]).headers[PL_HEADER] == catch_all,
+              "the built-in catch-all")
+    r = _get(server, "/api/v1/namespaces", TOKENS["bob"])
+    assert r.status == 200 and r.headers[PL_HEADER] == catch_all
 
 
 def test_without_priority_and_fairness_the_in_flight_limits_apply(tmp_path):

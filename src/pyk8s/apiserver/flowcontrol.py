@@ -102,6 +102,9 @@ class FlowControl:
         self._dirty = True
         self._fs_cache: Any = None
         self._pl_cache: Any = None
+        # names the catch-all level, which always exists (the built-in one when its object does not)
+        self._catch_all = compile_flow_schema(next(o for o in bootstrap.MANDATORY_FLOW_SCHEMAS
+                                                   if o["metadata"]["name"] == "catch-all"))
 
     def start(self) -> None:
         """Follow the configuration objects in the watch cache."""
@@ -139,12 +142,12 @@ class FlowControl:
         for fs in self.schemas:
             if fs.matches(d):
                 break
-        else:  # the catch-all schema matches everyone; this is only reached if it was changed
-            fs = next(s for s in self.schemas if s.name == "catch-all")
+        else:  # only when catch-all was edited to match less or name a missing level: the built-in one
+            fs = self._catch_all
         level = self.dispatcher.levels[fs.level]
         return _Flow(fs, level, hash((fs.name, distinguisher_of(fs, d))) & 0xFFFFFFFFFFFFFFFF)
 
-    def _flow(self, user: Any, method: str, info: RequestInfo, path: str, verb: str) -> _Flow:
+    def _flow(self, user: Any, info: RequestInfo, path: str, verb: str) -> _Flow:
         if self._dirty:
             self._configure()
         name, groups = _user_of(user)
@@ -185,7 +188,7 @@ class FlowControl:
             return await inner(request, path, user)  # not held, as upstream
         m = request.method
         verb = request_verb(m, info, request.query) if info.is_resource else m.lower()
-        flow = self._flow(user, m, info, path, verb)
+        flow = self._flow(user, info, path, verb)
         level = flow.level
         ticket: Ticket | None
         if level.waiting:  # others wait already: join the queues, so they are served in turn
