@@ -226,3 +226,29 @@ def test_reconfiguring_queues_keeps_waiting_requests(queues):
             t.release()
 
     asyncio.run(run())
+
+
+def test_a_deleted_level_still_serves_what_it_queued():
+    async def run() -> None:
+        lender = {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "lendablePercent": 100,
+                                                 "limitResponse": {"type": "Reject"}}}
+        borrower = {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "lendablePercent": 0,
+                                                   "limitResponse": {"type": "Queue", "queuing": {
+                                                       "queues": 4, "handSize": 1, "queueLengthLimit": 5}}}}
+        d = Dispatcher()
+        d.configure([("lender", "l", lender), ("gone", "g", borrower)], 2)
+        gone = d.levels["gone"]
+        own, borrowed = gone.try_start(1), gone.try_start(1)
+        assert own is not None and borrowed is not None and borrowed.pool == 1
+        fut = gone.enqueue(3, 1, 30)
+        assert fut is not None
+        d.configure([("lender", "l", lender)], 2)  # "gone" deleted while a request waits in it
+        assert "gone" not in d.levels
+        borrowed.release()  # a lent seat comes back: the deleted level's waiting request gets it
+        t = await asyncio.wait_for(fut, 1)
+        assert t is not None
+        t.release()
+        own.release()
+        assert d.retired == [] and d.pool_used == 0
+
+    asyncio.run(run())

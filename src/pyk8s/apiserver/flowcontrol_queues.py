@@ -113,6 +113,7 @@ class Dispatcher:
         self.pool_size = 0
         self.pool_used = 0
         self.levels: dict[str, PriorityLevel] = {}
+        self.retired: list[PriorityLevel] = []  # deleted levels whose queued requests still wait
 
     def configure(self, specs: list[tuple[str, str, dict[str, Any]]], server_cl: int) -> None:
         """(name, uid, spec) of every PriorityLevelConfiguration: levels keep their requests across changes."""
@@ -131,14 +132,18 @@ class Dispatcher:
             nominal = math.ceil(server_cl * shares[name] / total)
             level.configure(uid, spec, nominal)
             levels[name] = level
-        # a level that went away keeps its requests' seats until they finish; it takes no new ones
+        # a level that went away keeps its requests' seats until they finish, and serves the ones
+        # it queued; it takes no new ones
+        self.retired = [lv for lv in [*self.retired, *self.levels.values()] if lv.name not in levels and lv.waiting]
         self.levels = levels
         self.pool_size = sum(lv.lendable for lv in levels.values() if not lv.exempt)
 
     def _wake_all(self) -> None:
-        for level in list(self.levels.values()):
+        for level in [*self.levels.values(), *self.retired]:
             if level.waiting:
                 level._dispatch()
+        if self.retired:
+            self.retired = [lv for lv in self.retired if lv.waiting]
 
 
 class PriorityLevel:
