@@ -238,6 +238,48 @@ def test_a_flows_backlog_does_not_delay_another_flow(server):
     assert order.index("ben") <= 3, order  # FIFO would make it last
 
 
+def test_our_client_retries_a_429_after_retry_after(server):
+    """pyk8s' own client (every component's) sends a refused request again after Retry-After, as client-go."""
+    import asyncio
+    import ssl
+    import threading
+
+    from pyk8s.client.rest import Client
+
+    holder = _Conn(server, TOKENS["flooder"])
+    queued = _Conn(server, TOKENS["flooder"])
+    try:
+        holder.start_chunked_post("/api/v1/namespaces/default/configmaps")
+        time.sleep(0.3)
+        queued.start_chunked_post("/api/v1/namespaces/default/configmaps")
+        time.sleep(0.3)
+        assert _get(server, "/api/v1/namespaces/default/configmaps", TOKENS["flooder"]).status == 429
+
+        def free_the_level() -> None:
+            time.sleep(0.5)  # after the client's first try was refused
+            holder.finish_chunked_post("retry-1")
+            queued.finish_chunked_post("retry-2")
+
+        async def get() -> dict:
+            ctx = ssl.create_default_context(cafile=f"{server.data_dir}/pki/ca.crt")
+            client = Client(server.url, ctx, token=TOKENS["flooder"])
+            try:
+                return await client.request("GET", "/api/v1/namespaces/default/configmaps")
+            finally:
+                await client.close()
+
+        t = threading.Thread(target=free_the_level)
+        t0 = time.monotonic()
+        t.start()
+        assert asyncio.run(get())["kind"] == "ConfigMapList"
+        assert time.monotonic() - t0 >= 0.9  # it waited Retry-After (at least 1 s) once refused
+        t.join()
+        assert holder.response()[0] == 201 and queued.response()[0] == 201
+    finally:
+        holder.close()
+        queued.close()
+
+
 def test_a_client_leaving_its_queue_leaks_no_seat(server):
     holder = _Conn(server, TOKENS["flooder"])
     try:

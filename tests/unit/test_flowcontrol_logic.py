@@ -10,6 +10,7 @@ import pytest
 
 from pyk8s.apiserver.flowcontrol_match import Digest, compile_flow_schema, distinguisher_of
 from pyk8s.apiserver.flowcontrol_queues import Dispatcher, RetryAfter, deal_hand
+from pyk8s.client.rest import _retry_after
 
 
 def _fs(subjects: list[dict], resource_rules=None, non_resource_rules=None, distinguisher="ByUser") -> object:
@@ -252,3 +253,13 @@ def test_a_deleted_level_still_serves_what_it_queued():
         assert d.retired == [] and d.pool_used == 0
 
     asyncio.run(run())
+
+
+def test_client_retries_only_429s_that_say_when():
+    assert _retry_after(b'{"kind":"Status","code":429,"details":{"retryAfterSeconds":4}}') == 4.0
+    assert _retry_after(b'{"details":{"retryAfterSeconds":100000}}') == 60.0  # bounded
+    # an eviction a PodDisruptionBudget forbids is an answer, not a request to come back
+    assert _retry_after(b'{"reason":"TooManyRequests","details":{"causes":[{"reason":"DisruptionBudget"}]}}') is None
+    assert _retry_after(b'{"reason":"TooManyRequests"}') is None
+    assert _retry_after(b"Too many requests, please try again later.") is None
+    assert _retry_after(b'{"details":{"retryAfterSeconds":"5"}}') is None
