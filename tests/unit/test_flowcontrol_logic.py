@@ -263,3 +263,18 @@ def test_client_retries_only_429s_that_say_when():
     assert _retry_after(b'{"reason":"TooManyRequests"}') is None
     assert _retry_after(b"Too many requests, please try again later.") is None
     assert _retry_after(b'{"details":{"retryAfterSeconds":"5"}}') is None
+
+
+def test_more_seats_serve_waiting_requests_at_once():
+    async def run() -> None:
+        d, level = _level(QUEUED, server_cl=1)
+        holder = level.try_start(1)
+        fut = level.enqueue(5, 1, 30)
+        assert fut is not None and not fut.done()
+        d.configure([("pl", "uid-pl", QUEUED)], 2)  # the server's concurrency raised: a second seat
+        t = await asyncio.wait_for(fut, 1)
+        assert t is not None and level.executing == 2
+        t.release()
+        holder.release()
+
+    asyncio.run(run())

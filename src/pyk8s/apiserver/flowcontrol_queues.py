@@ -137,6 +137,7 @@ class Dispatcher:
         self.retired = [lv for lv in [*self.retired, *self.levels.values()] if lv.name not in levels and lv.waiting]
         self.levels = levels
         self.pool_size = sum(lv.lendable for lv in levels.values() if not lv.exempt)
+        self._wake_all()  # more seats now, perhaps: the queues need not wait for the next release
 
     def _wake_all(self) -> None:
         for level in [*self.levels.values(), *self.retired]:
