@@ -19,3 +19,6 @@ KUBELET_PROXY: web.AppKey[Any] = web.AppKey("pyk8s.kubelet_proxy", object)
 # and the classification headers to add to the streamed answer.
 PF_WATCH_INITIALIZED = "pyk8s.pf.watch_initialized"
 PF_HEADERS = "pyk8s.pf.headers"
+# Set by loopback.py on the requests of the server's in-process components: APF serves them at
+# the exempt level, as upstream's loopback client (system:apiserver, in system:masters) is
+LOOPBACK = "pyk8s.loopback"

@@ -32,7 +32,7 @@ from aiohttp import web
 
 from ..api import errors as E
 from . import flowcontrol_bootstrap as bootstrap
-from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
+from .appkeys import LOOPBACK, PF_HEADERS, PF_WATCH_INITIALIZED
 from .flowcontrol_match import CompiledFlowSchema, Digest, compile_flow_schema, distinguisher_of
 from .flowcontrol_queues import Dispatcher, PriorityLevel, Ticket
 from .request import RequestInfo, parse_path
@@ -49,6 +49,16 @@ OBJECTS_PER_SEAT, MAX_SEATS = 100, 10  # upstream's list work estimate
 _LONG_RUNNING = frozenset({"exec", "attach", "portforward", "proxy", "log"})
 _NON_MUTATING = frozenset({"get", "list", "watch"})
 _ANONYMOUS = ("system:anonymous", ("system:unauthenticated",))
+
+
+class _LoopbackUser:
+    """Whom APF classifies the server's in-process requests as: upstream's loopback identity."""
+
+    name = "system:apiserver"
+    groups = ("system:masters", "system:authenticated")
+
+
+_LOOPBACK_USER = _LoopbackUser()
 _GROUP = bootstrap.GROUP
 
 Inner = Callable[[web.Request, str, Any], Awaitable[web.StreamResponse]]
@@ -188,7 +198,8 @@ class FlowControl:
             return await inner(request, path, user)  # not held, as upstream
         m = request.method
         verb = request_verb(m, info, request.query) if info.is_resource else m.lower()
-        flow = self._flow(user, info, path, verb)
+        # the server's in-process components (loopback.py) are exempt, as upstream's loopback client
+        flow = self._flow(_LOOPBACK_USER if request.get(LOOPBACK) else user, info, path, verb)
         level = flow.level
         ticket: Ticket | None
         if level.waiting:  # others wait already: join the queues, so they are served in turn
