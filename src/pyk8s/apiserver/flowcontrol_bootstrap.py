@@ -15,8 +15,7 @@ minute:
 Its config consumer then writes each FlowSchema's `Dangling` condition: False while the
 referenced PriorityLevelConfiguration exists, True when it does not.
 
-What we do not do is classify and queue requests by these objects (real APF): they are
-served, kept and reported, but every request is admitted at once.
+The request filter that classifies and queues requests by these objects is flowcontrol.py.
 
 Sources: the objects follow upstream's bootstrap/default.go and a v1.27 cluster's
 `kubectl get flowschemas,prioritylevelconfigurations`; the v1 fields the stored copy of

@@ -20,6 +20,7 @@ from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import CompactedError, FutureRevisionError
 from . import tables
+from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
 from .codec import JSON_TYPES, decode_body, encode, media_type
 from .negotiation import Output, output_for
 from .request import RequestInfo
@@ -462,6 +463,7 @@ class ResourceHandler:
         resp.headers["Content-Type"] = out.content_type
         resp.headers["Cache-Control"] = "no-cache, private"
         resp.enable_chunked_encoding()
+        resp.headers.update(request.get(PF_HEADERS) or {})  # API Priority and Fairness' classification
         try:
             if want_initial:
                 objs = cache.list(ns)
@@ -481,6 +483,9 @@ class ResourceHandler:
                 await resp.write(b"".join(enc.line(ADDED, o) for o in initial))
             if want_initial and send_initial is not None:
                 await resp.write(enc.bookmark(since, initial_end=True))
+            initialized = request.get(PF_WATCH_INITIALIZED)
+            if initialized is not None:
+                initialized()  # APF holds a watch's seat only until it is set up, as upstream
             flush = _direct_sink(request, resp, watcher) \
                 if not convert and not out.as_kind and out.format == "json" else _nothing
             last_bookmark = time.monotonic()

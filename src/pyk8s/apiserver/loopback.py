@@ -26,6 +26,7 @@ from typing import Any
 from aiohttp import HttpVersion11
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from .appkeys import LOOPBACK
 from .http1 import FastRequest, _streams, response_body, takes_connection
 
 
@@ -176,6 +177,7 @@ class LoopbackPool:
             h["Content-Length"] = str(len(body))
         req = FastRequest(method, target, CIMultiDictProxy(h), body or b"", None, server.app,  # type: ignore[arg-type]
                           self.peer_cert)
+        req[LOOPBACK] = True
         # the server's work runs to its end as it would for a network client that gave up
         # waiting: a caller's timeout or cancellation does not cut a write in half
         task = asyncio.ensure_future(server._entry(req))
@@ -193,6 +195,7 @@ class LoopbackPool:
         req = StreamRequest(method, target, CIMultiDictProxy(CIMultiDict(self.fixed)), b"", _Transport(stream),  # type: ignore[arg-type]
                             server.app, self.peer_cert)
         req._payload_writer = _Writer(stream)
+        req[LOOPBACK] = True
         task = asyncio.ensure_future(server._entry(req))
         done, _ = await asyncio.wait([task, stream.started], return_when=asyncio.FIRST_COMPLETED)
         if not stream.started.done():

@@ -82,6 +82,10 @@ class ServerConfig:
     # --encryption-provider-config, loaded (encryptionconfig.EncryptionConfig): resources kept encrypted
     encryption: Any = None
     audit: AuditOptions | None = None  # --audit-policy-file and --audit-log-* (audit/options.py)
+    # API Priority and Fairness (flowcontrol.py); off: the plain in-flight limits below
+    enable_priority_and_fairness: bool = True
+    max_requests_inflight: int = 400  # upstream's defaults; APF shares their sum among priority levels
+    max_mutating_requests_inflight: int = 200
 
 
 def _version_info() -> dict[str, str]:
@@ -142,6 +146,7 @@ class APIServer:
         self._cert_users: dict[bytes, tuple[Any, float]] = {}
         self._ha: list[Any] = []  # endpoint reconciler and identity lease (endpoint_reconciler.py)
         self.audit = config.audit.build() if config.audit is not None else None
+        self.flowcontrol: Any = None  # the APF or max-in-flight filter (flowcontrol.py)
 
     @property
     def url(self) -> str:
@@ -188,7 +193,9 @@ class APIServer:
 
         self.allocator = admission.install(self.rest, cfg.service_cidr, cfg.cluster_cidr)
         self._setup_security()
-        from . import crds
+        from . import crds, flowcontrol
+
+        self.flowcontrol = flowcontrol.make(self)
 
         self.crds = crds.CRDManager(self)
         await self.crds.start()
@@ -458,6 +465,12 @@ class APIServer:
             raise forbidden_error(user, attrs, reason)
 
     async def _route(self, request: web.Request, path: str, user: Any) -> web.StreamResponse:
+        # API Priority and Fairness after authentication, before authorization, as upstream's filter chain
+        if self.flowcontrol is not None:
+            return await self.flowcontrol.serve(request, path, user, self._route_admitted)  # type: ignore[no-any-return]
+        return await self._route_admitted(request, path, user)
+
+    async def _route_admitted(self, request: web.Request, path: str, user: Any) -> web.StreamResponse:
         m = request.method
         info = parse_path(path)
         if not info.prefix:

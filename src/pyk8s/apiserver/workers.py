@@ -34,7 +34,11 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
             "--datastore-endpoint", f"unix://{socket_path}",
             "--advertise-address", server.advertise_address,
             "--service-cluster-ip-range", cfg.service_cidr, "--cluster-cidr", cfg.cluster_cidr,
-            "--v", str(getattr(args, "v", 0))]
+            "--v", str(getattr(args, "v", 0)),
+            # each worker enforces priority and fairness (or the in-flight limits) on what it serves
+            f"--enable-priority-and-fairness={str(cfg.enable_priority_and_fairness).lower()}",
+            "--max-requests-inflight", str(cfg.max_requests_inflight),
+            "--max-mutating-requests-inflight", str(cfg.max_mutating_requests_inflight)]
     for san in cfg.extra_sans:
         argv += ["--tls-san", san]
     if cfg.token_auth_file:

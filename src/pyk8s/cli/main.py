@@ -60,6 +60,15 @@ def _server_parser(sub: Any) -> None:
                    help="processes answering API requests on the port (default 1: this one); with more, "
                         "this process keeps the store and components and N workers answer, using more cores")
     p.add_argument("--api-worker", action="store_true", help=argparse.SUPPRESS)  # one of those, started by the main one
+    p.add_argument("--enable-priority-and-fairness", type=_go_bool, nargs="?", const=True, default=True,
+                   metavar="BOOL", help="API Priority and Fairness: classify requests by FlowSchemas into priority "
+                   "levels that share the server's concurrency, queue them fairly and answer 429 when full "
+                   "(default true; false: only the two in-flight limits below)")
+    p.add_argument("--max-requests-inflight", type=int, default=400, metavar="N",
+                   help="read-only requests in flight at most (default 400; 0: no limit); with priority and "
+                   "fairness, this plus the next is the concurrency the priority levels share")
+    p.add_argument("--max-mutating-requests-inflight", type=int, default=200, metavar="N",
+                   help="mutating requests in flight at most (default 200; 0: no limit)")
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
     p.add_argument("--disable", action="append", default=[],
                    help="components not to run: scheduler, controller-manager (repeatable)")
@@ -74,6 +83,14 @@ def _server_parser(sub: Any) -> None:
     from ..apiserver.audit import options as audit_options
 
     audit_options.add_flags(p)
+
+
+def _go_bool(value: str) -> bool:
+    """A boolean flag's value as Go's strconv.ParseBool reads it (--flag=false)."""
+    v = {"1": True, "t": True, "true": True, "0": False, "f": False, "false": False}.get(value.lower())
+    if v is None:
+        raise argparse.ArgumentTypeError(f"invalid boolean value {value!r}")
+    return v
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +183,18 @@ async def _server(args: Any) -> int:
         reuse_port=args.api_workers > 1 or args.api_worker,
         api_worker=args.api_worker,
         audit=_audit_options(args),
+        enable_priority_and_fairness=args.enable_priority_and_fairness,
+        max_requests_inflight=args.max_requests_inflight,
+        max_mutating_requests_inflight=args.max_mutating_requests_inflight,
     )
+    if args.max_requests_inflight < 0 or args.max_mutating_requests_inflight < 0:
+        print("pyk8s: --max-requests-inflight and --max-mutating-requests-inflight cannot be negative", file=sys.stderr)
+        return 1
+    if args.enable_priority_and_fairness and args.max_requests_inflight + args.max_mutating_requests_inflight <= 0:
+        # upstream: "invalid configuration: MaxRequestsInFlight ... and MaxMutatingRequestsInFlight ... must add up to something positive"
+        print("pyk8s: with priority and fairness, --max-requests-inflight plus --max-mutating-requests-inflight "
+              "must be positive", file=sys.stderr)
+        return 1
     if args.api_workers < 1:
         print("pyk8s: --api-workers must be at least 1", file=sys.stderr)
         return 1

@@ -47,6 +47,9 @@ def obj_key(obj: dict[str, Any]) -> str:
 
 # answers that say "this API server cannot serve now" (another may): try the next one
 UNAVAILABLE = (502, 503, 504)
+# as client-go: a 429 (API Priority and Fairness refused the request) is sent again after the
+# server's Retry-After, up to this many times, before the error reaches the caller
+MAX_THROTTLED_RETRIES = 10
 
 
 class Client:
@@ -147,8 +150,7 @@ class Client:
         for attempt in range(attempts):
             server = self.server
             try:
-                status, raw = await self._pool(server).request(method, path + query, data, content_type,
-                                                               self.timeout)
+                status, raw = await self._send(server, method, path + query, data, content_type)
                 if status >= 400:
                     if several and status in UNAVAILABLE and attempt < attempts - 1:
                         self.failover(server)
@@ -170,6 +172,20 @@ class Client:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")
+
+    async def _send(self, server: str, method: str, target: str, data: bytes | None,
+                    content_type: str) -> tuple[int, bytes]:
+        """One request; a 429 that says when to come back (the Status' retryAfterSeconds, upstream's
+        Retry-After) is sent again then, as client-go does: the server refused it before running
+        it, so a write is safe to resend. Other 429s (an eviction a PodDisruptionBudget forbids) are
+        answers, not retried."""
+        for _ in range(MAX_THROTTLED_RETRIES):
+            status, raw = await self._pool(server).request(method, target, data, content_type, self.timeout)
+            wait = _retry_after(raw) if status == 429 else None
+            if wait is None:
+                return status, raw
+            await asyncio.sleep(wait)
+        return await self._pool(server).request(method, target, data, content_type, self.timeout)  # type: ignore[no-any-return]
 
     async def get(self, gvr: GVR, name: str, namespace: str | None = None, sub: str | None = None) -> dict[str, Any]:
         return await self.request("GET", resource_path(gvr, namespace, name, sub))
@@ -283,6 +299,15 @@ def _params(params: dict[str, Any]) -> dict[str, str]:
                "resource_version": "resourceVersion", "continue_": "continue"}.get(k, k)
         out[key] = str(v)
     return out
+
+
+def _retry_after(raw: bytes) -> float | None:
+    """Seconds a 429's Status asks to wait (details.retryAfterSeconds, at most 60); None: it does not say."""
+    try:
+        seconds = (orjson.loads(raw).get("details") or {}).get("retryAfterSeconds")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return float(min(max(seconds, 1), 60)) if isinstance(seconds, int) and seconds > 0 else None
 
 
 def _status_error(code: int, raw: bytes) -> StatusError:
