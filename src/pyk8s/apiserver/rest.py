@@ -17,7 +17,7 @@ import orjson
 from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import ConflictError, KeyExistsError, KeyNotFoundError, KeyValue, Store, StoreError
-from . import kindhooks, strategies
+from . import kindhooks, strategies, typemeta
 from .objectmeta import GENERATION_KINDS, generate_name, new_uid, now_rfc3339, spec_changed, strip_for_compare
 from .watchcache import CacheSet, ResourceCache, decode
 
@@ -160,10 +160,13 @@ class RestStorage:
             if hasattr(r, "__await__"):
                 await r
 
-    async def _write(self, key: str, obj: dict[str, Any], share: bool, expected: int | None) -> KeyValue:
+    async def _write(self, res: Resource, key: str, obj: dict[str, Any], share: bool,
+                     expected: int | None) -> KeyValue:
         """Encode obj and store it: a create when expected is None, else an update over that
         revision. With share the watch cache keeps obj itself rather than decode the stored bytes
-        (obj must hold no resourceVersion: decode puts it last)."""
+        (obj must hold no resourceVersion: decode puts it last). Every write passes here: nothing
+        is stored with a kind or apiVersion other than its storage resource's."""
+        typemeta.check_storable(self.registry, res, obj)
         data = encode_for_store(obj)
         if share:
             self.caches.hand_over(key, data, obj)
@@ -221,6 +224,7 @@ class RestStorage:
             raise E.new_invalid(res.kind, md.get("name") or md.get("generateName", ""), errs, res.group)
         await self._admit(self.validating, res, "CREATE", obj, None, ctx)
         self._record_managers(obj, None, ctx, res)
+        typemeta.check_storable(self.registry, res, obj)  # before a dry run returns too
         if ctx.dry_run:
             return obj
         for attempt in range(8):
@@ -228,7 +232,7 @@ class RestStorage:
             # (a resourceVersion in the object would sit elsewhere than decode puts it)
             handed = share and "resourceVersion" not in md
             try:
-                kv = await self._write(key, obj, handed, None)
+                kv = await self._write(res, key, obj, handed, None)
             except KeyExistsError:
                 if generated and attempt < 7:
                     md["name"] = generate_name(md["generateName"])
@@ -316,6 +320,7 @@ class RestStorage:
             await self._admit(self.validating, res, "UPDATE", new, old, ctx)
             if subresource != "binding":  # upstream's BindingREST writes storage directly: no managedFields entry
                 self._record_managers(new, old, ctx, res)
+            typemeta.check_storable(self.registry, res, new)  # before a dry run returns too
             if strip_for_compare(new) == strip_for_compare(old):
                 return old, False  # no-op: no write, same resourceVersion (as upstream)
             # the last finalizer gone from an object being deleted: the object goes (as upstream)
@@ -339,7 +344,7 @@ class RestStorage:
                 # the cache's decode puts resourceVersion last in metadata: so does the write's own object
                 nmd.pop("resourceVersion", None)
             try:
-                kv = await self._write(key, new, share, int(omd["resourceVersion"]))
+                kv = await self._write(res, key, new, share, int(omd["resourceVersion"]))
             except ConflictError:
                 if retry_on_conflict or precondition_rv is None and not rv:
                     continue
@@ -387,7 +392,7 @@ class RestStorage:
                 key = res.key(namespace, name)
                 new["metadata"].pop("resourceVersion", None)
                 try:
-                    kv = await self._write(key, new, True, int(md["resourceVersion"]))
+                    kv = await self._write(res, key, new, True, int(md["resourceVersion"]))
                 except ConflictError:
                     continue
                 except KeyNotFoundError:

@@ -168,6 +168,9 @@ class APIServer:
         for r in self.registry.all():
             if not r.virtual:
                 await self.rest.cache_for(r)
+        from . import typemeta
+
+        typemeta.repair_cached(self.registry, self.caches)  # rows an earlier version stored with a foreign kind
         if not embedded:
             # a remote store (etcd) cannot feed the caches before it acknowledges a write: follow its
             # watch; consistent reads wait for it to reach the store's current revision (rest.fresh)
