@@ -17,7 +17,7 @@ import orjson
 from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import ConflictError, KeyExistsError, KeyNotFoundError, KeyValue, Store, StoreError
-from . import kindhooks, strategies, typemeta
+from . import kindhooks, namespace_lifecycle, strategies, typemeta
 from .objectmeta import GENERATION_KINDS, generate_name, new_uid, now_rfc3339, spec_changed, strip_for_compare
 from .watchcache import CacheSet, ResourceCache, decode
 
@@ -362,6 +362,7 @@ class RestStorage:
         self, res: Resource, namespace: str | None, name: str, options: dict[str, Any], ctx: RequestContext
     ) -> tuple[dict[str, Any], bool]:
         """Returns (object, deleted_now). Graceful deletion and finalizers keep the object for now."""
+        namespace_lifecycle.admit_delete(res, name)
         for _ in range(20):
             cur = await self.get_current(res, namespace, name)
             if cur is None:
