@@ -19,7 +19,7 @@ from aiohttp import web
 from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import CompactedError, FutureRevisionError
-from . import tables
+from . import dryrun, tables
 from .codec import JSON_TYPES, decode_body, encode, media_type
 from .negotiation import Output, output_for
 from .request import RequestInfo
@@ -315,6 +315,7 @@ class ResourceHandler:
         if "delete" not in res.verbs:
             raise E.new_method_not_supported(res.resource, "delete", res.group)
         opts = await self._delete_options(request)
+        dryrun.from_delete_options(opts, ctx)
         obj, deleted_now = await self.rest.delete(self.registry.storage_resource(res), ns, name, opts, ctx)
         status = 200 if deleted_now else 202 if obj.get("metadata", {}).get("deletionTimestamp") and not deleted_now else 200
         if status == 202 and res.group_kind == ("", "Pod"):
@@ -327,6 +328,7 @@ class ResourceHandler:
             raise E.new_method_not_supported(res.resource, "deletecollection", res.group)
         q = request.query
         opts = await self._delete_options(request)
+        dryrun.from_delete_options(opts, ctx)
         pred = build_predicate(res.group_kind, q.get("labelSelector", ""), q.get("fieldSelector", ""))
         cache = await self.rest.cache_for(res)
         items = [o for o in cache.list(ns) if pred is None or pred(o)]
