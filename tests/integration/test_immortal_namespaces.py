@@ -15,10 +15,8 @@ IMMORTAL = ("default", "kube-system", "kube-public")
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory):
-    c = Cluster(str(tmp_path_factory.mktemp("immortal"))).start()
-    yield c
-    c.stop()
+def srv(cluster: Cluster) -> Cluster:
+    return cluster  # (the module's own server: tests/cluster.py)
 
 
 def test_each_immortal_namespace_is_forbidden_to_delete(srv: Cluster) -> None:

@@ -25,6 +25,7 @@ from .negotiation import Output, output_for
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy
 from .selectors import build_predicate
+from .warning_headers import add_warnings
 from .watchcache import ADDED, BOOKMARK, TooOldError
 
 __all__ = ["ResourceHandler"]
@@ -67,11 +68,6 @@ DEFAULT_LIST_LIMIT_CACHE = 0
 
 def _bool(v: str | None) -> bool:
     return v is not None and v.lower() in ("1", "true", "yes")
-
-
-def warning_value(text: str) -> str:
-    """A Warning header value as upstream writes it: code 299, agent "-", quoted text with escapes."""
-    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def status_response(err: E.StatusError, out: Output | None = None) -> web.Response:
@@ -140,8 +136,7 @@ class ResourceHandler:
                 obj = tables.table_for(obj["items"], res, out, obj["metadata"], include_object=q.get("includeObject"))
             body, ct = encode(obj, out)
             resp = web.Response(body=body, headers={"Content-Type": ct})
-            for w in warnings:
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp.headers, warnings)
             return resp
         if m == "GET":
             if not info.name:
@@ -189,8 +184,7 @@ class ResourceHandler:
         resp = web.Response(body=body, status=status)
         resp.headers["Content-Type"] = ct
         if warnings:
-            for w in warnings:
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp.headers, warnings)
         return resp
 
     # ---- read the body ------------------------------------------------------------------

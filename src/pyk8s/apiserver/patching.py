@@ -98,6 +98,7 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
     share = ct != APPLY and h._storage_api_version(res) == res.api_version
     obj, created = await h.rest.update(h.registry.storage_resource(res), ns, name, apply_patch, ctx_apply, subresource=sub,
                                        allow_create=(ct == APPLY), retry_on_conflict=True, share=share)
+    ctx.committed = ctx_apply.committed  # (apply wrote under its own context)
     return obj, created
 
 

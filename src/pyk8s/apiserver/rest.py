@@ -57,6 +57,8 @@ class RequestContext:
     warnings: list[str] = field(default_factory=list)
     user_agent: str = ""
     subresource: str = ""
+    # (stored object, status code) once the store acknowledged a write: see commit_answer
+    committed: tuple[dict[str, Any], int] | None = None
 
 
 # Admission plug-ins: (resource, operation, new, old, ctx) -> None; raise StatusError to refuse.
@@ -183,6 +185,7 @@ class RestStorage:
                      *, share: bool = False) -> dict[str, Any]:
         """share: obj holds only what orjson.loads gives (it round-trips through JSON unchanged), and the
         caller will not change the result: the watch cache may then keep it rather than decode it again."""
+        ctx.committed = None  # (a request's earlier write does not stand for this one)
         gk = res.group_kind
         md = obj.setdefault("metadata", {})
         if md is None:
@@ -241,6 +244,7 @@ class RestStorage:
             except StoreError as e:
                 raise E.new_internal_error(e) from None
             md["resourceVersion"] = str(kv.mod_revision)
+            ctx.committed = (obj, 201)
             return obj
         raise AssertionError("unreachable")
 
@@ -266,6 +270,7 @@ class RestStorage:
         share: as for create, the new object holds only plain JSON values and the caller will not
         change the result, so the watch cache may keep it rather than decode the write again.
         """
+        ctx.committed = None
         gk = res.group_kind
         for _ in range(20):
             cur = await self.get_current(res, namespace, name)
@@ -336,6 +341,7 @@ class RestStorage:
                 except KeyNotFoundError:
                     raise self._not_found(res, name) from None
                 nmd["resourceVersion"] = str(kv.mod_revision)
+                ctx.committed = (new, 200)
                 return new, False
             if ctx.dry_run:
                 return new, False
@@ -354,6 +360,7 @@ class RestStorage:
             except StoreError as e:
                 raise E.new_internal_error(e) from None
             nmd["resourceVersion"] = str(kv.mod_revision)
+            ctx.committed = (new, 200)
             return new, False
         raise E.new_conflict(res.resource, name, E.OBJECT_MODIFIED, res.group)
 
@@ -363,6 +370,7 @@ class RestStorage:
     ) -> tuple[dict[str, Any], bool]:
         """Returns (object, deleted_now). Graceful deletion and finalizers keep the object for now."""
         namespace_lifecycle.admit_delete(res, name)
+        ctx.committed = None
         for _ in range(20):
             cur = await self.get_current(res, namespace, name)
             if cur is None:
@@ -399,6 +407,7 @@ class RestStorage:
                 except KeyNotFoundError:
                     raise self._not_found(res, name) from None
                 new["metadata"]["resourceVersion"] = str(kv.mod_revision)
+                ctx.committed = (new, 200)
                 return new, False
             if ctx.dry_run:
                 return cur, True
@@ -410,6 +419,7 @@ class RestStorage:
                 raise self._not_found(res, name) from None
             out = dict(cur)
             out["metadata"] = dict(md, resourceVersion=str(kv.mod_revision))
+            ctx.committed = (out, 200)
             return out, True
         raise E.new_conflict(res.resource, name, E.OBJECT_MODIFIED, res.group)
 

@@ -24,14 +24,15 @@ from .. import KUBERNETES_VERSION, gctune
 from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..storage import Store, open_store
-from . import appkeys
+from . import appkeys, commit_answer
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
-from .handlers import ResourceHandler, status_response, warning_value
+from .handlers import ResourceHandler, status_response
 from .http1 import FastRequest, HTTP1Protocol
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
+from .warning_headers import add_warnings, warning_value
 from .watchcache import CacheSet
 
 log = logging.getLogger("pyk8s.apiserver")
@@ -380,11 +381,12 @@ class APIServer:
                 raise E.new_unauthorized()
             return await self._route(request, path, user)
         except E.StatusError as e:
+            if e.code >= 500 and (stored := commit_answer.after_failure(request, "the handler")) is not None:
+                return stored
             resp = status_response(e)
             # warnings gathered before the failure still reach the client, as upstream's do
             ctx = request.get("pyk8s.ctx")
-            for w in (ctx.warnings if ctx is not None else ()):
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp.headers, ctx.warnings if ctx is not None else ())
             return resp
         except asyncio.CancelledError:
             raise
@@ -393,6 +395,8 @@ class APIServer:
         except web.HTTPRequestEntityTooLarge:  # aiohttp's own read limit, on chunked bodies
             return status_response(E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}"))
         except Exception as e:
+            if (stored := commit_answer.after_failure(request, "the handler")) is not None:
+                return stored
             log.exception("internal error serving %s %s", request.method, request.path_qs)
             return status_response(E.new_internal_error(e))
 
