@@ -81,7 +81,8 @@ def test_json_and_merge_patch_to_another_kind_is_invalid(srv: Cluster) -> None:
     for ct, body in ((JSONP, [{"op": "replace", "path": "/kind", "value": "Secret"}]),
                      (MERGE, {"kind": "Secret"}),
                      (MERGE, {"kind": "Deployment", "apiVersion": "apps/v1"}),
-                     (JSONP, [{"op": "replace", "path": "/apiVersion", "value": "nope/v9"}])):
+                     (JSONP, [{"op": "replace", "path": "/apiVersion", "value": "nope/v9"}]),
+                     (MERGE, {"kind": 5}), (MERGE, {"apiVersion": ["v1"]})):
         raw = _patch(srv, "jk", ct, body)
         assert raw.status == 422, (ct, body, raw.body)
         assert raw.json()["details"]["causes"][0]["field"] == "patch"
@@ -129,6 +130,8 @@ def test_put_with_another_kind_is_refused_on_every_subresource(srv: Cluster) -> 
                       {"metadata": {"name": "ps"}, "spec": {"ports": [{"port": 80}]}}).json()
     r = raw_request(srv, "PUT", f"/api/v1/namespaces/{NS}/services/ps/status", {**svc, "kind": "Secret"})
     assert r.status == 400, r.body
+    dry = raw_request(srv, "PUT", f"/api/v1/namespaces/{NS}/services/ps/status?dryRun=All", {**svc, "kind": "Secret"})
+    assert dry.status == 400, dry.body  # a dry run is refused alike
     assert r.json()["message"] == ('Secret in version "v1" cannot be handled as a Service: '
                                    "converting (v1.Secret) to (core.Service): unknown conversion")
     got = raw_request(srv, "GET", f"/api/v1/namespaces/{NS}/services/ps").json()

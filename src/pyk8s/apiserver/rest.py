@@ -227,8 +227,8 @@ class RestStorage:
             raise E.new_invalid(res.kind, md.get("name") or md.get("generateName", ""), errs, res.group)
         await self._admit(self.validating, res, "CREATE", obj, None, ctx)
         self._record_managers(obj, None, ctx, res)
-        typemeta.check_storable(self.registry, res, obj)  # before a dry run returns too
         if ctx.dry_run:
+            typemeta.check_storable(self.registry, res, obj)  # as _write would
             return obj
         for attempt in range(8):
             key = res.key(namespace, md["name"])
@@ -325,7 +325,6 @@ class RestStorage:
             await self._admit(self.validating, res, "UPDATE", new, old, ctx)
             if subresource != "binding":  # upstream's BindingREST writes storage directly: no managedFields entry
                 self._record_managers(new, old, ctx, res)
-            typemeta.check_storable(self.registry, res, new)  # before a dry run returns too
             if strip_for_compare(new) == strip_for_compare(old):
                 return old, False  # no-op: no write, same resourceVersion (as upstream)
             # the last finalizer gone from an object being deleted: the object goes (as upstream)
@@ -344,6 +343,7 @@ class RestStorage:
                 ctx.committed = (new, 200)
                 return new, False
             if ctx.dry_run:
+                typemeta.check_storable(self.registry, res, new)  # as _write would
                 return new, False
             key = res.key(namespace, name)
             if share:

@@ -83,6 +83,9 @@ def after_patch(registry: Registry, res: Resource, patched: dict[str, Any], stra
     if isinstance(kind, str) and isinstance(api_version, str):
         group, version = _split(api_version)
         if kind == res.kind and group == res.group and registry.get(group, version, res.resource) is not None:
+            if res.crd is not None:  # custom resources convert by apiVersion alone (strategy None)
+                patched["apiVersion"] = res.api_version
+                return patched
             from ..api.conversion import ConversionError, convert
 
             try:
