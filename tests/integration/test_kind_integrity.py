@@ -202,3 +202,37 @@ def test_rows_stored_with_a_foreign_kind_are_reported_and_can_be_deleted(srv: Cl
     srv.start()
     assert raw_request(srv, "GET", f"{CM}/bad-version").json()["data"]["z"] == "1"
     assert not [line for line in srv.output if "stored object" in line]
+
+
+GADGETS = "/apis/example.com/{v}/namespaces/kinds/gadgets"
+GADGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+             "versions": [{"name": v, "served": True, "storage": v == "v1",
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}
+                          for v in ("v1", "v2")]},
+}
+
+
+def test_custom_resources_keep_their_kind_and_storage_version(srv: Cluster) -> None:
+    srv.kubectl("apply", "-f", "-", input=json.dumps(GADGET_CRD))
+    deadline = time.monotonic() + 15
+    while raw_request(srv, "GET", GADGETS.format(v="v2")).status != 200:
+        assert time.monotonic() < deadline, "CRD not served"
+        time.sleep(0.1)
+    r = raw_request(srv, "POST", GADGETS.format(v="v1"), {"apiVersion": "example.com/v1", "kind": "Gadget",
+                                                         "metadata": {"name": "g"}, "spec": {"x": 1}})
+    assert r.status == 201, r.body
+    path = GADGETS.format(v="v1") + "/g"
+    # another served version of the same kind: accepted, stored in the storage version
+    r = raw_request(srv, "PATCH", path, {"apiVersion": "example.com/v2", "spec": {"x": 2}}, {"Content-Type": MERGE})
+    assert r.status == 200, r.body
+    assert r.json()["apiVersion"] == "example.com/v1" and r.json()["spec"]["x"] == 2
+    for body in ({"kind": "Widget"}, {"apiVersion": "apps/v1"}, {"kind": "Secret", "apiVersion": "v1"}):
+        r = raw_request(srv, "PATCH", path, body, {"Content-Type": MERGE})
+        assert r.status == 422, (body, r.body)
+    got = raw_request(srv, "GET", path).json()
+    assert (got["kind"], got["apiVersion"], got["spec"]) == ("Gadget", "example.com/v1", {"x": 2})
