@@ -160,5 +160,15 @@ def test_failure_while_serialising_the_answer_after_commit_answers_the_write(tmp
         assert armed["left"] == 0
         # the connection goes on serving
         assert await client.get_or_none(CM_GVR, "late", "default") is None
+        # a subresource whose answer is a Status: binding
+        await client.create(("", "v1", "serviceaccounts"), {"metadata": {"name": "default"}}, "default")
+        await client.create(("", "v1", "pods"), {"metadata": {"name": "p"}, "spec": {
+            "schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]}}, "default")
+        armed["left"] = 1
+        st = await client.request("POST", "/api/v1/namespaces/default/pods/p/binding",
+                                  {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+                                   "target": {"kind": "Node", "name": "n1"}})
+        assert st["kind"] == "Status" and st["status"] == "Success" and st["code"] == 201
+        assert (await client.get(("", "v1", "pods"), "p", "default"))["spec"]["nodeName"] == "n1"
 
     _in_process(tmp_path, body)

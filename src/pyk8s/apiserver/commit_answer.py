@@ -33,6 +33,8 @@ def after_failure(request: Any, where: str) -> web.Response | None:
     if committed is None:
         return None
     obj, code = committed
+    if request.method == "POST":  # a create, or a subresource's POST (binding, eviction): 201 either way
+        code = 201
     log.exception("building the answer to %s %s failed in %s after its write was stored; answering %d "
                   "with the stored object", request.method, request.path_qs, where, code)
     body = b""
