@@ -18,6 +18,9 @@ import pytest
 
 from tests.cluster import Cluster, raw_request
 
+# one server for the module (its setup takes a while); the table runs some 25 cases one after another
+pytestmark = [pytest.mark.xdist_group("dry-run"), pytest.mark.slow, pytest.mark.timeout(600)]
+
 NS = "dry"
 NODE = "dry-node"
 POD_SPEC = {"schedulerName": "nobody", "terminationGracePeriodSeconds": 30,

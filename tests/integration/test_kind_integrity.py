@@ -19,6 +19,9 @@ import pytest
 
 from tests.cluster import Cluster, raw_request
 
+# the tests build on each other's objects and restart the module's server: one worker runs them all
+pytestmark = pytest.mark.xdist_group("kind-integrity")
+
 NS = "kinds"
 CM = f"/api/v1/namespaces/{NS}/configmaps"
 
@@ -236,3 +239,17 @@ def test_custom_resources_keep_their_kind_and_storage_version(srv: Cluster) -> N
         assert r.status == 422, (body, r.body)
     got = raw_request(srv, "GET", path).json()
     assert (got["kind"], got["apiVersion"], got["spec"]) == ("Gadget", "example.com/v1", {"x": 2})
+
+
+def test_custom_resource_rows_stored_with_a_foreign_kind_are_reported(srv: Cluster) -> None:
+    r = raw_request(srv, "POST", GADGETS.format(v="v1"), {"apiVersion": "example.com/v1", "kind": "Gadget",
+                                                         "metadata": {"name": "bad-gadget"}})
+    assert r.status == 201, r.body
+    srv.stop()
+    _corrupt(Path(srv.data_dir) / "state.db", f"/registry/example.com/gadgets/{NS}/bad-gadget", kind="Widget")
+    srv.start()
+    assert any(f"/registry/example.com/gadgets/{NS}/bad-gadget" in line for line in srv.output), \
+        "".join(srv.output)
+    got = raw_request(srv, "GET", GADGETS.format(v="v1") + "/bad-gadget").json()
+    assert (got["kind"], got["apiVersion"]) == ("Gadget", "example.com/v1")
+    assert raw_request(srv, "DELETE", GADGETS.format(v="v1") + "/bad-gadget").status == 200

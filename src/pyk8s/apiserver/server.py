@@ -169,9 +169,6 @@ class APIServer:
         for r in self.registry.all():
             if not r.virtual:
                 await self.rest.cache_for(r)
-        from . import typemeta
-
-        typemeta.repair_cached(self.registry, self.caches)  # rows an earlier version stored with a foreign kind
         if not embedded:
             # a remote store (etcd) cannot feed the caches before it acknowledges a write: follow its
             # watch; consistent reads wait for it to reach the store's current revision (rest.fresh)
@@ -185,6 +182,10 @@ class APIServer:
 
         self.crds = crds.CRDManager(self)
         await self.crds.start()
+        from . import typemeta
+
+        # rows an earlier version stored with a foreign kind, custom resources' included
+        await typemeta.repair_stored(self.registry, self.rest)
         self.app = self._build_app()
         from . import kubelet_proxy
 

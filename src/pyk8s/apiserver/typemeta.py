@@ -19,7 +19,7 @@ import orjson
 from ..api import errors as E
 from ..api.resources import Registry, Resource
 
-__all__ = ["check_storable", "after_patch", "decode_error", "repair_cached"]
+__all__ = ["check_storable", "after_patch", "decode_error", "repair_cached", "repair_stored"]
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,15 @@ def after_patch(registry: Registry, res: Resource, patched: dict[str, Any], stra
         detail = "json: cannot unmarshal into Go struct field .kind of type string"
     value = orjson.dumps(patched).decode()
     raise E.new_invalid("", "", [E.FieldError("patch", "Invalid", value, detail)])
+
+
+async def repair_stored(registry: Registry, rest: Any) -> list[str]:
+    """At start, once the CRDs are registered: load the custom resources' caches (the built-ins'
+    are loaded already) and repair_cached every one."""
+    for r in registry.all():
+        if r.crd is not None:
+            await rest.cache_for(r)
+    return repair_cached(registry, rest.caches)
 
 
 def repair_cached(registry: Registry, caches: Any) -> list[str]:
