@@ -55,8 +55,11 @@ def check_storable(registry: Registry, res: Resource, obj: dict[str, Any]) -> No
         obj["kind"] = res.kind
         obj["apiVersion"] = res.api_version
         return
-    av = api_version if isinstance(api_version, str) and api_version else res.api_version
-    k = kind if isinstance(kind, str) and kind else res.kind
+    if not isinstance(kind, (str, type(None))) or not isinstance(api_version, (str, type(None))):
+        raise E.new_bad_request("couldn't get version/kind; json parse error: json: cannot unmarshal into Go "
+                                "struct field .kind of type string")  # (as handlers.check_object)
+    av = api_version or res.api_version
+    k = kind or res.kind
     raise E.new_bad_request(f'{k} in version "{_split(av)[1]}" cannot be handled as a {res.kind}: '
                             + decode_error(registry, res, av, k))
 
