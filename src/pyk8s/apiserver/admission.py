@@ -165,32 +165,39 @@ class ServiceAllocator:
                 ports.add(int(sp["healthCheckNodePort"]))
         return ips, ports
 
-    def allocate_ip(self, used: set[str]) -> str:
+    def allocate_ip(self, used: set[str], hold: bool = True) -> str:
+        """A free ClusterIP, held for a while unless hold is False (a dry run: upstream's dry-run
+        allocator reports a free address and reserves nothing)."""
         size = self.net.num_addresses
         # upstream reserves the lower band for static IPs and prefers the upper band for dynamic ones
         lo = max(2, min(size // 16, 256) if size > 64 else 2)
         for _ in range(64):
             ip = str(self.net.network_address + random.randrange(lo, size - 1))
             if ip not in used:
-                self._pending_ips[ip] = time.monotonic()
+                if hold:
+                    self._pending_ips[ip] = time.monotonic()
                 return ip
         for i in range(1, size - 1):
             ip = str(self.net.network_address + i)
             if ip not in used:
-                self._pending_ips[ip] = time.monotonic()
+                if hold:
+                    self._pending_ips[ip] = time.monotonic()
                 return ip
         raise E.new_internal_error("failed to allocate a serviceIP: range is full")
 
-    def allocate_port(self, used: set[int]) -> int:
+    def allocate_port(self, used: set[int], hold: bool = True) -> int:
+        """A free NodePort, added to used; held for a while unless hold is False (a dry run)."""
         for _ in range(64):
             p = random.randint(self.port_lo, self.port_hi)
             if p not in used:
-                self._pending_ports[p] = time.monotonic()
+                if hold:
+                    self._pending_ports[p] = time.monotonic()
                 used.add(p)
                 return p
         for p in range(self.port_lo, self.port_hi + 1):
             if p not in used:
-                self._pending_ports[p] = time.monotonic()
+                if hold:
+                    self._pending_ports[p] = time.monotonic()
                 used.add(p)
                 return p
         raise E.new_internal_error("failed to allocate a nodePort: range is full")
@@ -230,7 +237,7 @@ class ServiceAllocator:
         else:
             cip = spec.get("clusterIP") or (spec.get("clusterIPs") or [None])[0]
             if cip in (None, ""):
-                cip = self.allocate_ip(used_ips)
+                cip = self.allocate_ip(used_ips, hold=not ctx.dry_run)
             elif cip != "None":
                 try:
                     addr = ipaddress.ip_address(cip)
@@ -264,7 +271,7 @@ class ServiceAllocator:
                     mine.add(int(np))
             for p in spec.get("ports") or []:
                 if not p.get("nodePort"):
-                    p["nodePort"] = self.allocate_port(used_ports | mine)
+                    p["nodePort"] = self.allocate_port(used_ports | mine, hold=not ctx.dry_run)
                     mine.add(p["nodePort"])
         else:
             for p in spec.get("ports") or []:
@@ -305,9 +312,11 @@ class NodeCIDRAllocator:
         if self._taken is None:
             cache = await rest.cache_for(res)
             self._taken = {c for n in cache.list(None) if (c := (n.get("spec") or {}).get("podCIDR"))}
+        hold = not ctx.dry_run  # a dry run reports a free subnet and takes none
         if spec.get("podCIDR"):
             spec.setdefault("podCIDRs", [spec["podCIDR"]])
-            self._taken.add(spec["podCIDR"])
+            if hold:
+                self._taken.add(spec["podCIDR"])
             return
         if self._exhausted or self.mask < self.net.prefixlen:
             return
@@ -315,9 +324,10 @@ class NodeCIDRAllocator:
             i = (self._cursor + step) % self._count
             s = self._nth(i)
             if s not in self._taken:
-                self._cursor = i + 1
-                self._taken.add(s)
-                self._pending[s] = time.monotonic()
+                if hold:
+                    self._cursor = i + 1
+                    self._taken.add(s)
+                    self._pending[s] = time.monotonic()
                 spec["podCIDR"] = s
                 spec["podCIDRs"] = [s]
                 return

@@ -28,6 +28,7 @@ from multidict import CIMultiDict, CIMultiDictProxy, MultiDictProxy
 from yarl import URL
 
 from ..api import errors as E
+from . import commit_answer
 from .handlers import status_response
 
 log = logging.getLogger("pyk8s.apiserver.http")
@@ -141,7 +142,9 @@ def serialize(resp: web.StreamResponse, keep_alive: bool) -> bytes:
         if lk in ("content-length", "connection", "date", "transfer-encoding"):
             continue
         has_ct = has_ct or lk == "content-type"
-        head.append(f"{k}: {v}\r\n".encode("latin-1"))
+        if "\n" in v or "\r" in v:  # (as aiohttp refuses them: they would split the response)
+            raise ValueError(f"newline in the value of header {k}")
+        head.append(f"{k}: {v}\r\n".encode())  # UTF-8, as Go writes a header's bytes (and aiohttp does)
     if status >= 200 and status not in (204, 304):
         if body and not has_ct:
             head.append(b"Content-Type: application/octet-stream\r\n")
@@ -270,10 +273,14 @@ class HTTP1Protocol(asyncio.Protocol):
         except asyncio.CancelledError:
             raise
         except Exception:  # the entry point answers errors itself; this is a bug: end the connection
-            log.exception("internal error serving %s %s", req.method, req.path_qs)
-            keep_alive = False
-            data = (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n"
-                    b"Date: " + _Date.get() + b"\r\n\r\n")
+            stored = commit_answer.after_failure(req, "serialising")  # unless a write was stored: say so
+            if stored is not None:
+                data = serialize(stored, keep_alive)
+            else:
+                log.exception("internal error serving %s %s", req.method, req.path_qs)
+                keep_alive = False
+                data = (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n"
+                        b"Date: " + _Date.get() + b"\r\n\r\n")
         finally:
             self.task = None
         t = self.transport

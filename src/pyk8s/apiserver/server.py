@@ -25,15 +25,16 @@ from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..datadir import ensure_private_dir
 from ..storage import Store, open_store
-from . import appkeys, impersonation
+from . import appkeys, commit_answer, impersonation
 from .audit import AuditOptions, on_response_prepare, record_authorization, set_audit_id_header
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
-from .handlers import ResourceHandler, status_response, warning_value
+from .handlers import ResourceHandler, status_response
 from .http1 import FastRequest, HTTP1Protocol
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
+from .warning_headers import add_warnings, warning_value
 from .watchcache import CacheSet
 
 log = logging.getLogger("pyk8s.apiserver")
@@ -199,6 +200,10 @@ class APIServer:
 
         self.crds = crds.CRDManager(self)
         await self.crds.start()
+        from . import typemeta
+
+        # rows an earlier version stored with a foreign kind, custom resources' included
+        await typemeta.repair_stored(self.registry, self.rest)
         self.app = self._build_app()
         if self.audit is not None:
             self.audit.open()
@@ -414,11 +419,12 @@ class APIServer:
                     user = as_user
             return await self._route(request, path, user)
         except E.StatusError as e:
+            if e.code >= 500 and (stored := commit_answer.after_failure(request, "the handler")) is not None:
+                return stored
             resp = status_response(e)
             # warnings gathered before the failure still reach the client, as upstream's do
             ctx = request.get("pyk8s.ctx")
-            for w in (ctx.warnings if ctx is not None else ()):
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp.headers, ctx.warnings if ctx is not None else ())
             return resp
         except asyncio.CancelledError:
             raise
@@ -427,6 +433,8 @@ class APIServer:
         except web.HTTPRequestEntityTooLarge:  # aiohttp's own read limit, on chunked bodies
             return status_response(E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}"))
         except Exception as e:
+            if (stored := commit_answer.after_failure(request, "the handler")) is not None:
+                return stored
             log.exception("internal error serving %s %s", request.method, request.path_qs)
             if self.audit is not None:
                 self.audit.panicked(request, e)
