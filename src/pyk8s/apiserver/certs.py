@@ -37,6 +37,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from .tls_client_ca import set_client_ca_list
+
 __all__ = [
     "Pki",
     "ensure_pki",
@@ -535,6 +537,7 @@ def ssl_server_context(pki: Pki) -> ssl.SSLContext:
     ctx.load_verify_locations(cafile=str(pki.ca_cert_path))
     ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.set_alpn_protocols(["http/1.1"])
+    set_client_ca_list(ctx, str(pki.ca_cert_path))  # as Go's ClientCAs: the CertificateRequest names the CA
     return ctx
 
 

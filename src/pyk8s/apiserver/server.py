@@ -30,6 +30,7 @@ from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response, warning_value
 from .http1 import FastRequest, HTTP1Protocol
+from .pretty import pretty_printing
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
 from .watchcache import CacheSet
@@ -191,9 +192,10 @@ class APIServer:
         fallback = self._runner.server
         assert fallback is not None
         app, conns = self.app, self._conns
+        serve = pretty_printing(self._entry)
 
         def protocol() -> HTTP1Protocol:
-            return HTTP1Protocol(self._entry, app, fallback, conns, MAX_REQUEST_BYTES)
+            return HTTP1Protocol(serve, app, fallback, conns, MAX_REQUEST_BYTES)
 
         self._listener = await asyncio.get_running_loop().create_server(
             protocol, cfg.bind_address, cfg.port, ssl=ssl_ctx, backlog=1024, reuse_address=True,
@@ -349,7 +351,7 @@ class APIServer:
         app[appkeys.AUTHORIZER] = self.authorizer
         app[appkeys.API_AUDIENCE] = "https://kubernetes.default.svc.cluster.local"
         app[appkeys.TOKEN_SIGNER] = self.sign_token
-        app.router.add_route("*", "/{tail:.*}", self._entry)
+        app.router.add_route("*", "/{tail:.*}", pretty_printing(self._entry))
         return app
 
     def _peer_cert(self, request: web.Request) -> bytes | None:
@@ -482,6 +484,8 @@ class APIServer:
             from ..api.conversion import deprecation_warning
 
             resp.headers.add("Warning", warning_value(deprecation_warning(res.group, res.version, res.kind)))
+        elif res.deprecation_warning and not resp.prepared:  # a deprecated CRD version, as upstream's crdHandler
+            resp.headers.add("Warning", warning_value(res.deprecation_warning))
         return resp
 
     def _discovery(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
