@@ -287,6 +287,11 @@ class APIServer:
         from .rbac_escalation import EscalationCheck
 
         self.rest.mutating.append(EscalationCheck(self.authorizer).admit)
+        from .csr_admission import CSRAdmission
+
+        csr = CSRAdmission(self.authorizer)  # CSR strategy (requester's identity, approval) and its admission
+        self.rest.mutating.insert(0, csr.prepare)
+        self.rest.validating.append(csr.validate)
 
     def _rbac_event(self, ce: Any) -> None:
         if ce.type == "DELETED":
