@@ -34,15 +34,21 @@ def _lib() -> ctypes.CDLL:
         lib.SSL_load_client_CA_file.restype = ctypes.c_void_p
         lib.SSL_CTX_set_client_CA_list.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.SSL_CTX_set_client_CA_list.restype = None
+        lib.SSL_CTX_get_verify_mode.argtypes = [ctypes.c_void_p]
+        lib.SSL_CTX_get_verify_mode.restype = ctypes.c_int
         _libssl = lib
     return _libssl
 
 
-def _ssl_ctx_pointer(ctx: ssl.SSLContext) -> int:
-    """The SSL_CTX* of an SSLContext: CPython's PySSLContext starts with PyObject_HEAD, then it."""
+def _ssl_ctx_pointer(lib: ctypes.CDLL, ctx: ssl.SSLContext) -> int:
+    """The SSL_CTX* of an SSLContext: CPython's PySSLContext starts with PyObject_HEAD, then it.
+    Checked against the context's verify mode before anything is written through it."""
     ptr = ctypes.c_void_p.from_address(id(ctx) + sys.getsizeof(object())).value
     if not ptr:
         raise RuntimeError("no SSL_CTX in this SSLContext")
+    want = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}[ctx.verify_mode]
+    if lib.SSL_CTX_get_verify_mode(ptr) != want:
+        raise RuntimeError("unexpected SSLContext layout")
     return ptr
 
 
@@ -56,11 +62,12 @@ def set_client_ca_list(ctx: ssl.SSLContext, ca_file: str) -> bool:
         return False
     try:
         lib = _lib()
+        ptr = _ssl_ctx_pointer(lib, ctx)
         names = lib.SSL_load_client_CA_file(ca_file.encode())
         if not names:
             raise RuntimeError(f"no certificates read from {ca_file}")
         # the context takes ownership of the name stack
-        lib.SSL_CTX_set_client_CA_list(_ssl_ctx_pointer(ctx), names)
+        lib.SSL_CTX_set_client_CA_list(ptr, names)
     except (OSError, AttributeError, RuntimeError) as e:
         log.warning("TLS: cannot announce client CA names: %s", e)
         return False
