@@ -74,6 +74,18 @@ def _ca(c: Cluster) -> x509.Certificate:
     return x509.load_pem_x509_certificate(Path(c.data_dir, "pki", "ca.crt").read_bytes())
 
 
+def _kubeconfig_for(c: Cluster, cert: x509.Certificate, key: Any, path: Path) -> Path:
+    """The admin kubeconfig with another client certificate."""
+    kc = yaml.safe_load(Path(c.kubeconfig).read_text())
+    kc["users"][0]["user"] = {
+        "client-certificate-data": base64.b64encode(cert.public_bytes(serialization.Encoding.PEM)).decode(),
+        "client-key-data": base64.b64encode(key.private_bytes(serialization.Encoding.PEM,
+                                                              serialization.PrivateFormat.PKCS8,
+                                                              serialization.NoEncryption())).decode()}
+    path.write_text(yaml.safe_dump(kc))
+    return path
+
+
 def test_create_takes_the_requesters_identity_and_no_status(cluster):
     """A client cannot name someone else (username/groups/uid/extra) nor create an approved CSR."""
     obj = _csr("forged", _request(_key(), "forged"), "kubernetes.io/kube-apiserver-client", ["client auth"],
@@ -105,14 +117,7 @@ def test_approve_issues_a_client_certificate_that_authenticates(cluster, tmp_pat
     assert list(eku) == [x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]
     assert not cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     # the API server accepts it: kubectl with it is alice of group devs
-    kc = yaml.safe_load(Path(cluster.kubeconfig).read_text())
-    kc["users"][0]["user"] = {
-        "client-certificate-data": base64.b64encode(cert.public_bytes(serialization.Encoding.PEM)).decode(),
-        "client-key-data": base64.b64encode(key.private_bytes(serialization.Encoding.PEM,
-                                                              serialization.PrivateFormat.PKCS8,
-                                                              serialization.NoEncryption())).decode()}
-    path = tmp_path / "alice.kubeconfig"
-    path.write_text(yaml.safe_dump(kc))
+    path = _kubeconfig_for(cluster, cert, key, tmp_path / "alice.kubeconfig")
     env = dict(os.environ, KUBECONFIG=str(path), HOME=cluster.home)
     who = subprocess.run([list(kubectl_binaries().values())[-1], "auth", "whoami", "-o", "json"],
                          capture_output=True, text=True, env=env, timeout=60)
@@ -319,3 +324,49 @@ def test_controller_manager_process_signs_too(tmp_path):
         assert oct(os.stat(Path(c.data_dir, "pki", "ca.key")).st_mode & 0o777) == "0o600"
     finally:
         c.stop()
+
+
+def _as_node(c: Cluster, tmp: Path, name: str) -> tuple[Any, Path]:
+    """A node's client certificate (through the CSR flow, approved by the admin) and its kubeconfig."""
+    key = _key()
+    _create(c, _csr(f"{name}-first", _request(key, f"system:node:{name}", ("system:nodes",)),
+                    "kubernetes.io/kube-apiserver-client-kubelet", ["digital signature", "client auth"]))
+    c.kubectl("certificate", "approve", f"{name}-first")
+    cert = _issued(c, f"{name}-first")
+    return key, _kubeconfig_for(c, cert, key, tmp / f"{name}.kubeconfig")
+
+
+def _approval(c: Cluster, name: str) -> dict[str, Any] | None:
+    conds = get_json(c, "csr", name).get("status", {}).get("conditions") or []
+    return next((x for x in conds if x["type"] == "Approved"), None)
+
+
+def test_node_client_renewal_is_auto_approved_once_permitted(cluster, tmp_path):
+    """upstream's csrapproving: a node's CSR for its own client certificate is approved when the
+    node may create certificatesigningrequests/selfnodeclient (kubeadm binds that to system:nodes);
+    a CSR naming another node needs nodeclient, which it lacks, and stays pending."""
+    _, kubeconfig = _as_node(cluster, tmp_path, "n9")
+    cluster.kubectl("create", "clusterrolebinding", "nodes-create-csrs", "--clusterrole=system:node-bootstrapper",
+                    "--group=system:nodes")
+    env = dict(os.environ, KUBECONFIG=str(kubeconfig), HOME=cluster.home)
+    binary = list(kubectl_binaries().values())[-1]
+
+    def as_node(obj: dict[str, Any]) -> None:
+        r = subprocess.run([binary, "create", "-f", "-"], input=json.dumps(obj), capture_output=True, text=True,
+                           env=env, timeout=60)
+        assert r.returncode == 0, r.stderr
+
+    usages = ["digital signature", "client auth"]
+    as_node(_csr("n9-renew", _request(_key(), "system:node:n9", ("system:nodes",)),
+                 "kubernetes.io/kube-apiserver-client-kubelet", usages))
+    as_node(_csr("n9-for-n10", _request(_key(), "system:node:n10", ("system:nodes",)),
+                 "kubernetes.io/kube-apiserver-client-kubelet", usages))
+    assert get_json(cluster, "csr", "n9-renew")["spec"]["username"] == "system:node:n9"
+    cluster.kubectl("create", "clusterrolebinding", "nodes-renew", "--group=system:nodes",
+                    "--clusterrole=system:certificates.k8s.io:certificatesigningrequests:selfnodeclient")
+    cond = wait_for(lambda: _approval(cluster, "n9-renew"), what="auto-approval of n9-renew")
+    assert cond["reason"] == "AutoApproved"
+    assert cond["message"] == "Auto approving self kubelet client certificate after SubjectAccessReview."
+    assert _issued(cluster, "n9-renew").subject.rfc4514_string() == "O=system:nodes,CN=system:node:n9"
+    assert _approval(cluster, "n9-for-n10") is None
+    assert not get_json(cluster, "csr", "n9-for-n10").get("status", {}).get("certificate")

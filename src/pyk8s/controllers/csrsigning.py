@@ -28,7 +28,7 @@ from ..api.errors import StatusError
 from .base import GVRS, Controller
 
 __all__ = ["CSRSigningController", "SIGNERS", "signer_validation_error", "certificate_duration", "sign_csr",
-           "DEFAULT_SIGNING_DURATION"]
+           "DEFAULT_SIGNING_DURATION", "subject_common_name", "KUBELET_CLIENT"]
 
 log = logging.getLogger("pyk8s.controllers.csrsigning")
 
@@ -82,10 +82,14 @@ def _san_counts(req: x509.CertificateSigningRequest) -> dict[str, int]:
             "uri": len(san.get_values_for_type(x509.UniformResourceIdentifier))}
 
 
+def subject_common_name(req: x509.CertificateSigningRequest) -> str:
+    cns = req.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(cns[0].value) if cns else ""
+
+
 def _subject(req: x509.CertificateSigningRequest) -> tuple[list[str], str]:
     orgs = [str(a.value) for a in req.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
-    cns = req.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    return orgs, str(cns[0].value) if cns else ""
+    return orgs, subject_common_name(req)
 
 
 def _go_list(items: set[str]) -> str:

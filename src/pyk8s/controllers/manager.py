@@ -39,6 +39,7 @@ KNOWN: dict[str, str] = {
     "resourcequota": "pyk8s.controllers.resourcequota:ResourceQuotaController",
     "ttl": "pyk8s.controllers.ttl:TTLController",
     "csrsigning": "pyk8s.controllers.csrsigning:CSRSigningController",
+    "csrapproving": "pyk8s.controllers.csrapproving:CSRApprovingController",
     "csrcleaner": "pyk8s.controllers.csrcleaner:CSRCleanerController",
 }
 
@@ -65,6 +66,7 @@ CANONICAL: dict[str, str] = {
     "resourcequota": "resourcequota-controller",
     "ttl": "ttl-controller",
     "csrsigning": "certificatesigningrequest-signing-controller",
+    "csrapproving": "certificatesigningrequest-approving-controller",
     "csrcleaner": "certificatesigningrequest-cleaner-controller",
 }
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
