@@ -198,6 +198,16 @@ def test_deprecated_crd_version_warns_on_every_request(cluster):
     assert "Warning" not in cluster.kubectl("get", "levers.v1.fidelity.example.com", "l").stderr
     r2 = cluster.kubectl("delete", "levers.v1alpha1.fidelity.example.com", "l")
     assert default in r2.stderr
+    missing = cluster.kubectl("get", "levers.v1alpha1.fidelity.example.com", "l", check=False)
+    assert default in missing.stderr and "NotFound" in missing.stderr
+    # exactly one Warning header, reads and writes alike
+    path = "/apis/fidelity.example.com/v1alpha1/namespaces/default/levers"
+    created = raw_request(cluster, "POST", path, {"apiVersion": "fidelity.example.com/v1alpha1", "kind": "Lever",
+                                                  "metadata": {"name": "l2"}})
+    assert created.status == 201, created.body
+    for r in (created, raw_request(cluster, "GET", path)):
+        assert r.headers.get_all("Warning") == [
+            '299 - "fidelity.example.com/v1alpha1 Lever is deprecated; use fidelity.example.com/v1 Lever"']
 
 
 # ---- CronJob: a schedule that never fires ----------------------------------------------------------------

@@ -484,13 +484,17 @@ class APIServer:
             raise E.new_bad_request(f"fieldValidation: Invalid value: {ctx.field_validation!r}: must be one of "
                                     "Ignore, Warn, or Strict".replace("'", '"'))
         assert self.handler is not None
+        if res.deprecation_warning:  # a deprecated CRD version, as upstream's crdHandler: errors warn too
+            ctx.warnings.append(res.deprecation_warning)
         resp = await self.handler.handle(request, info, res, ctx)
         if res.deprecated_replacement and not resp.prepared:
             from ..api.conversion import deprecation_warning
 
             resp.headers.add("Warning", warning_value(deprecation_warning(res.group, res.version, res.kind)))
-        elif res.deprecation_warning and not resp.prepared:  # a deprecated CRD version, as upstream's crdHandler
-            resp.headers.add("Warning", warning_value(res.deprecation_warning))
+        elif res.deprecation_warning and not resp.prepared:
+            w = warning_value(res.deprecation_warning)
+            if w not in resp.headers.getall("Warning", ()):  # writes carry ctx.warnings already
+                resp.headers.add("Warning", w)
         return resp
 
     def _discovery(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
