@@ -272,6 +272,9 @@ def test_json_is_indented_for_curl_and_wget(cluster):
     # errors are JSON answers too
     missing = _curl(cluster, "/api/v1/namespaces/default/pods/nope")
     assert _indented(missing) and '\n  "reason": "NotFound",\n' in missing, missing
+    # a query naming watch is served by aiohttp rather than the HTTP/1 fast path: the same rule there
+    listed = _curl(cluster, "/api/v1/namespaces?watch=false")
+    assert _indented(listed) and json.loads(listed)["kind"] == "NamespaceList"
     # ?pretty=false wins over the agent
     assert _compact(_curl(cluster, "/api/v1/namespaces/default?pretty=false"))
     ca, cert, key = _pki(cluster)
