@@ -205,7 +205,8 @@ def test_deprecated_crd_version_warns_on_every_request(cluster):
     created = raw_request(cluster, "POST", path, {"apiVersion": "fidelity.example.com/v1alpha1", "kind": "Lever",
                                                   "metadata": {"name": "l2"}})
     assert created.status == 201, created.body
-    for r in (created, raw_request(cluster, "GET", path)):
+    watched = raw_request(cluster, "GET", path + "?watch=true&timeoutSeconds=1")
+    for r in (created, raw_request(cluster, "GET", path), watched):
         assert r.headers.get_all("Warning") == [
             '299 - "fidelity.example.com/v1alpha1 Lever is deprecated; use fidelity.example.com/v1 Lever"']
 

@@ -461,6 +461,9 @@ class ResourceHandler:
         resp = web.StreamResponse(status=200)
         resp.headers["Content-Type"] = out.content_type
         resp.headers["Cache-Control"] = "no-cache, private"
+        ctx = request.get("pyk8s.ctx")
+        for w in (ctx.warnings if ctx is not None else ()):  # e.g. a deprecated CRD version's
+            resp.headers.add("Warning", warning_value(w))
         resp.enable_chunked_encoding()
         try:
             if want_initial:
