@@ -77,7 +77,9 @@ def _root_ca(args: Any) -> bytes:
 
 
 def validate(args: Any) -> str | None:
-    """Upstream's checks of the leader election flags."""
+    """Upstream's checks of the signing files and leader election flags."""
+    if bool(getattr(args, "cluster_signing_cert_file", None)) != bool(getattr(args, "cluster_signing_key_file", None)):
+        return "cannot specify --cluster-signing-cert-file without --cluster-signing-key-file or the other way around"
     if not args.leader_elect:
         return None
     if args.leader_elect_lease_duration <= args.leader_elect_renew_deadline:
@@ -98,9 +100,10 @@ async def _main(args: Any) -> int:
             raise ValueError(problem)
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-controller-manager/pyk8s")
         root_ca = _root_ca(args)
-        if bool(args.cluster_signing_cert_file) != bool(args.cluster_signing_key_file):
-            raise ValueError("cannot specify --cluster-signing-cert-file without --cluster-signing-key-file "
-                             "or the other way around")
+        if args.cluster_signing_cert_file:  # as upstream, unreadable signing files stop the start
+            from ..controllers.csrsigning import load_signing_ca
+
+            load_signing_ca(args.cluster_signing_cert_file, args.cluster_signing_key_file)
     except (OSError, ValueError) as e:
         print(f"pyk8s controller-manager: {e}", file=sys.stderr)
         return 1

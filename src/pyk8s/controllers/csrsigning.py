@@ -28,7 +28,7 @@ from ..api.errors import StatusError
 from .base import GVRS, Controller
 
 __all__ = ["CSRSigningController", "SIGNERS", "signer_validation_error", "certificate_duration", "sign_csr",
-           "DEFAULT_SIGNING_DURATION", "subject_common_name", "KUBELET_CLIENT"]
+           "DEFAULT_SIGNING_DURATION", "subject_common_name", "KUBELET_CLIENT", "load_signing_ca"]
 
 log = logging.getLogger("pyk8s.controllers.csrsigning")
 
@@ -185,6 +185,21 @@ def sign_csr(ca_cert: x509.Certificate, ca_key: Any, req: x509.CertificateSignin
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
+def load_signing_ca(cert_file: str, key_file: str) -> tuple[x509.Certificate, Any]:
+    """The CA certificate and key the signers use; OSError or ValueError naming the file."""
+    try:
+        with open(cert_file, "rb") as f:
+            cert = x509.load_pem_x509_certificate(f.read())
+    except ValueError as e:
+        raise ValueError(f"error reading CA cert file {cert_file!r}: {e}") from None
+    try:
+        with open(key_file, "rb") as f:
+            key = serialization.load_pem_private_key(f.read(), None)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"error reading CA key file {key_file!r}: {e}") from None
+    return cert, key
+
+
 def _approved(csr: dict[str, Any]) -> bool:
     approved = denied = failed = False
     for c in (csr.get("status") or {}).get("conditions") or []:
@@ -212,10 +227,11 @@ class CSRSigningController(Controller):
         if not cert_file or not key_file:
             log.info("csrsigning: no --cluster-signing-cert-file/--cluster-signing-key-file: not signing")
             return
-        with open(cert_file, "rb") as f:
-            self.ca_cert = x509.load_pem_x509_certificate(f.read())
-        with open(key_file, "rb") as f:
-            self.ca_key = serialization.load_pem_private_key(f.read(), None)
+        try:
+            self.ca_cert, self.ca_key = load_signing_ca(cert_file, key_file)
+        except (OSError, ValueError) as e:
+            log.error("csrsigning: not signing: %s", e)
+            return
         self.csrs = self.ctx.informer("certificatesigningrequests")
         self.csrs.add_handlers(on_add=self.enqueue, on_update=lambda old, new: self.enqueue(new))
 
