@@ -370,3 +370,26 @@ def test_node_client_renewal_is_auto_approved_once_permitted(cluster, tmp_path):
     assert _issued(cluster, "n9-renew").subject.rfc4514_string() == "O=system:nodes,CN=system:node:n9"
     assert _approval(cluster, "n9-for-n10") is None
     assert not get_json(cluster, "csr", "n9-for-n10").get("status", {}).get("certificate")
+
+
+def test_cleaner_deletes_long_denied_csrs_when_it_runs(tmp_path):
+    """The csrcleaner runs at start and then hourly: a CSR denied more than an hour ago (its
+    Denied condition's lastUpdateTime, which a client may set) is gone after a restart; a fresh
+    pending one stays."""
+    c = Cluster(str(tmp_path / "data")).start()
+    try:
+        _create(c, _csr("stale", _request(_key(), "stale"), "kubernetes.io/kube-apiserver-client", ["client auth"]))
+        _create(c, _csr("fresh", _request(_key(), "fresh"), "kubernetes.io/kube-apiserver-client", ["client auth"]))
+        cur = raw_request(c, "GET", f"{CSR_PATH}/stale").json()
+        two_hours_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        cur["status"] = {"conditions": [{"type": "Denied", "status": "True", "reason": "Old", "message": "",
+                                         "lastUpdateTime": two_hours_ago}]}
+        r = raw_request(c, "PUT", f"{CSR_PATH}/stale/approval", cur)
+        assert r.status == 200, r.body
+        assert r.json()["status"]["conditions"][0]["lastUpdateTime"] == two_hours_ago
+        c.stop()
+        c.start()
+        wait_for(lambda: raw_request(c, "GET", f"{CSR_PATH}/stale").status == 404, what="stale CSR cleaned")
+        assert raw_request(c, "GET", f"{CSR_PATH}/fresh").status == 200
+    finally:
+        c.stop()
