@@ -139,8 +139,12 @@ class ServiceAllocator:
     def __init__(self, service_cidr: str = "10.96.0.0/12", node_port_range: tuple[int, int] = (30000, 32767)) -> None:
         self.net = ipaddress.ip_network(service_cidr)
         self.port_lo, self.port_hi = node_port_range
+        # values handed out by a create still in flight; once the cache shows the write (or a delete),
+        # the cache is the truth again, so a deleted Service's IP and ports are free at once (as upstream's
+        # allocator releases them in the delete)
         self._pending_ips: dict[str, float] = {}
         self._pending_ports: dict[int, float] = {}
+        self._following = False
 
     @property
     def kubernetes_ip(self) -> str:
@@ -164,6 +168,18 @@ class ServiceAllocator:
             if sp.get("healthCheckNodePort"):
                 ports.add(int(sp["healthCheckNodePort"]))
         return ips, ports
+
+    def _settled(self, ce: Any) -> None:
+        """Cache listener: a Service written or deleted no longer holds anything pending."""
+        for obj in (ce.obj, ce.prev):
+            sp = (obj or {}).get("spec") or {}
+            for ip in sp.get("clusterIPs") or ([sp["clusterIP"]] if sp.get("clusterIP") else []):
+                self._pending_ips.pop(ip, None)
+            for p in sp.get("ports") or []:
+                if p.get("nodePort"):
+                    self._pending_ports.pop(int(p["nodePort"]), None)
+            if sp.get("healthCheckNodePort"):
+                self._pending_ports.pop(int(sp["healthCheckNodePort"]), None)
 
     def allocate_ip(self, used: set[str], hold: bool = True) -> str:
         """A free ClusterIP, held for a while unless hold is False (a dry run: upstream's dry-run
@@ -208,6 +224,9 @@ class ServiceAllocator:
             return
         spec = svc.setdefault("spec", {})
         cache = await rest.cache_for(res)
+        if not self._following:
+            cache.listeners.append(self._settled)
+            self._following = True
         others = [s for s in cache.list(None)
                   if old is None or s["metadata"].get("uid") != old["metadata"].get("uid")]
         used_ips, used_ports = self._used(others)

@@ -458,6 +458,8 @@ class ResourceHandler:
         resp = web.StreamResponse(status=200)
         resp.headers["Content-Type"] = out.content_type
         resp.headers["Cache-Control"] = "no-cache, private"
+        ctx = request.get("pyk8s.ctx")
+        add_warnings(resp.headers, ctx.warnings if ctx is not None else ())  # e.g. a deprecated CRD version's
         resp.enable_chunked_encoding()
         resp.headers.update(request.get(PF_HEADERS) or {})  # API Priority and Fairness' classification
         try:

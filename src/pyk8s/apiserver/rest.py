@@ -317,7 +317,9 @@ class RestStorage:
                 fn = kindhooks.DEFAULTERS.get(gk)
                 if fn is not None:
                     fn(new)
-            if (gk in GENERATION_KINDS or res.crd is not None) and not subresource and spec_changed(new, old):
+            # a /scale write goes through the main resource's strategy upstream, so it bumps the generation too
+            if (gk in GENERATION_KINDS or res.crd is not None) and subresource in (None, "", "scale") \
+                    and spec_changed(new, old):
                 nmd["generation"] = int(omd.get("generation") or 1) + 1
             await self._admit(self.mutating, res, "UPDATE", new, old, ctx)
             # binding sets spec.nodeName, which a pod update may not: upstream's BindingREST skips update validation

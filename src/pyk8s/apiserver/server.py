@@ -32,6 +32,7 @@ from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response
 from .http1 import FastRequest, HTTP1Protocol
+from .pretty import pretty_printing
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
 from .warning_headers import add_warnings, warning_value
@@ -216,9 +217,10 @@ class APIServer:
         fallback = self._runner.server
         assert fallback is not None
         app, conns = self.app, self._conns
+        serve = pretty_printing(self._entry)
 
         def protocol() -> HTTP1Protocol:
-            return HTTP1Protocol(self._entry, app, fallback, conns, MAX_REQUEST_BYTES)
+            return HTTP1Protocol(serve, app, fallback, conns, MAX_REQUEST_BYTES)
 
         self._listener = await asyncio.get_running_loop().create_server(
             protocol, cfg.bind_address, cfg.port, ssl=ssl_ctx, backlog=1024, reuse_address=True,
@@ -312,6 +314,11 @@ class APIServer:
         from .rbac_escalation import EscalationCheck
 
         self.rest.mutating.append(EscalationCheck(self.authorizer).admit)
+        from .csr_admission import CSRAdmission
+
+        csr = CSRAdmission(self.authorizer)  # CSR strategy (requester's identity, approval) and its admission
+        self.rest.mutating.insert(0, csr.prepare)
+        self.rest.validating.append(csr.validate)
 
     def _rbac_event(self, ce: Any) -> None:
         if ce.type == "DELETED":
@@ -376,7 +383,7 @@ class APIServer:
         app[appkeys.AUTHORIZER] = self.authorizer
         app[appkeys.API_AUDIENCE] = "https://kubernetes.default.svc.cluster.local"
         app[appkeys.TOKEN_SIGNER] = self.sign_token
-        app.router.add_route("*", "/{tail:.*}", self._entry)
+        app.router.add_route("*", "/{tail:.*}", pretty_printing(self._entry))
         app.on_response_prepare.append(on_response_prepare)  # Audit-Id and ResponseStarted of streams
         return app
 
@@ -529,11 +536,17 @@ class APIServer:
             raise E.new_bad_request(f"fieldValidation: Invalid value: {ctx.field_validation!r}: must be one of "
                                     "Ignore, Warn, or Strict".replace("'", '"'))
         assert self.handler is not None
+        if res.deprecation_warning:  # a deprecated CRD version, as upstream's crdHandler: errors warn too
+            ctx.warnings.append(res.deprecation_warning)
         resp = await self.handler.handle(request, info, res, ctx)
         if res.deprecated_replacement and not resp.prepared:
             from ..api.conversion import deprecation_warning
 
             resp.headers.add("Warning", warning_value(deprecation_warning(res.group, res.version, res.kind)))
+        elif res.deprecation_warning and not resp.prepared:
+            w = warning_value(res.deprecation_warning)
+            if w not in resp.headers.getall("Warning", ()):  # writes carry ctx.warnings already
+                resp.headers.add("Warning", w)
         return resp
 
     def _discovery(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
