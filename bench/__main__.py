@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ["api", "api_etcd", "scheduler_core", "scheduler", "deployment", "codecs", "podstartup", "sim", "managedfields", "validation"]
+BENCHES = ["api", "api_etcd", "scheduler_core", "scheduler", "deployment", "codecs", "podstartup", "sim", "managedfields", "validation", "stopping"]
 
 
 def main(argv: list[str]) -> int:
