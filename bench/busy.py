@@ -6,8 +6,11 @@ acknowledged, then keeps writing until the server goes away (a writer stops when
 connect). Every acknowledged write (a 2xx answer) is appended to OUT/acks as `name rv` before
 the next one is sent, so whoever stops the server can check afterwards that none was lost.
 OUT/summary.json says how each watch ended ("clean": the chunked stream's last chunk arrived,
-as a client sees a server close a watch on purpose; "broken": the connection dropped) and what
-the writers got besides acknowledgements (answers by code, requests the connection dropped).
+as a client sees a server close a watch on purpose; "broken": the connection dropped mid-stream)
+and how the watchers' next watch went (each watches again after a clean end, as informers do:
+"rewatched" on the same server, "refused" with an error answer, "closed" before an answer),
+and what the writers got besides acknowledgements (answers by code, requests the connection
+dropped).
 
 Plain HTTP/1.1 over asyncio streams, so that what is counted is exactly what reached the wire.
 Used by bench/stopping.py and the process tests (tests/integration/test_server_processes.py).
@@ -94,34 +97,50 @@ class Load:
                 w.close()
 
     async def watch(self, i: int) -> None:
+        """One watcher as an informer is one: when its watch ends cleanly it watches again, on
+        the same connection, until the server refuses or closes it."""
         try:
             reader, w = await self._connect()
         except OSError:
             self.watch_ends["unconnected"] += 1
             self.heads += 1
             return
-        end = "broken"
+        first = True
+        rewatch = False
         try:
-            w.write(f"GET /api/v1/namespaces/{self.ns}/configmaps?watch=1 HTTP/1.1\r\n"
-                    f"Host: {self.host}\r\n\r\n".encode())
-            head = await reader.readuntil(b"\r\n\r\n")
-            if b" 200 " not in head.split(b"\r\n", 1)[0]:
-                end = "refused"
-                return
-            self.heads += 1
-            self._check_ready()
             while True:
-                size = int((await reader.readline()).strip() or b"x", 16)
-                if size == 0:
-                    await reader.readexactly(2)
-                    end = "clean"
+                end = "broken"  # cut without the stream's last chunk
+                try:
+                    w.write(f"GET /api/v1/namespaces/{self.ns}/configmaps?watch=1 HTTP/1.1\r\n"
+                            f"Host: {self.host}\r\n\r\n".encode())
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    if b" 200 " not in head.split(b"\r\n", 1)[0]:
+                        end = "refused"  # e.g. 429 from a stopping server: watch elsewhere
+                        return
+                    if first:
+                        first = False
+                        self.heads += 1
+                        self._check_ready()
+                    else:
+                        self.watch_ends["rewatched"] += 1
+                    while True:
+                        size = int((await reader.readline()).strip() or b"x", 16)
+                        if size == 0:
+                            await reader.readexactly(2)
+                            end = "clean"
+                            rewatch = True
+                            break
+                        await reader.readexactly(size + 2)
+                        self.watch_events += 1
+                except asyncio.IncompleteReadError as e:
+                    if rewatch and not e.partial:
+                        end = "closed"  # the connection closed before a new watch began: watch elsewhere
                     return
-                await reader.readexactly(size + 2)
-                self.watch_events += 1
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            pass
+                except (OSError, ValueError):
+                    return
+                finally:
+                    self.watch_ends[end] += 1
         finally:
-            self.watch_ends[end] += 1
             w.close()
 
     async def run(self, timeout: float) -> None:
