@@ -82,7 +82,8 @@ def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list
     cert_pem, key_pem = issue_client_cert(server.pki, cn, orgs)
     write_kubeconfig(path, server.url, server.pki.ca_cert_path.read_bytes(), cert_pem, key_pem, user=cn)
     argv = [sys.executable, "-m", "pyk8s.cli", command, "--kubeconfig", path, "--v", str(verbosity), *extra]
-    return ChildProcess(command, argv, f"pyk8s {command}: running".encode())
+    return ChildProcess(command, argv, f"pyk8s {command}: running".encode(),
+                        identity=[command, "--kubeconfig", path])
 
 
 def scheduler_process(server: Any, verbosity: int = 0) -> Any:

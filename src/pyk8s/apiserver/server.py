@@ -25,7 +25,7 @@ from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..datadir import ensure_private_dir
 from ..storage import Store, open_store
-from . import appkeys, commit_answer, impersonation
+from . import appkeys, commit_answer, impersonation, shutdown
 from .audit import AuditOptions, on_response_prepare, record_authorization, set_audit_id_header
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
@@ -137,6 +137,9 @@ class APIServer:
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
         self._conns: set[HTTP1Protocol] = set()  # connections http1.py answers (not handed to aiohttp)
+        # shutting down (shutdown.py): watches are refused once `stopping`, every request once `draining`
+        self.stopping = False
+        self.draining = False
         self._tasks: list[asyncio.Task[Any]] = []
         self.pki: Any = None
         self.authenticator: Any = None
@@ -211,7 +214,8 @@ class APIServer:
         from . import kubelet_proxy
 
         self.app[appkeys.KUBELET_PROXY] = kubelet_proxy.make(self)
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=shutdown.HANDED_OFF_GRACE)
         await self._runner.setup()
         ssl_ctx = self._ssl_context() if cfg.tls else None
         fallback = self._runner.server
@@ -254,7 +258,14 @@ class APIServer:
         if self._listener is not None:
             self._listener.close()  # the listening socket only: open connections are served to the end
 
+    def begin_shutdown(self) -> None:
+        """SIGTERM: watches end now and no new one starts (plain requests are served until stop())."""
+        shutdown.end_watches(self)
+
     async def stop(self) -> None:
+        if self._runner is not None:
+            # first, as upstream: no new requests, watches end, the requests in flight are answered
+            await shutdown.drain(self)
         for part in reversed(self._ha):
             await part.stop()
         for t in self._tasks:
@@ -267,19 +278,7 @@ class APIServer:
         if self.crds is not None:
             await self.crds.stop()
         if self._runner is not None:
-            # close watches first: shutdown waits for open requests otherwise
-            if self.caches:
-                for c in self.caches.caches.values():
-                    for w in list(c.watchers):
-                        w.close("server shutting down")
-            if self._listener is not None:
-                self._listener.close()
-            for _ in range(50):  # requests in progress get up to 5 s to be answered
-                for conn in list(self._conns):
-                    conn.close_idle()
-                if not self._conns:
-                    break
-                await asyncio.sleep(0.1)
+            shutdown.close_watches(self.caches)  # any that began while the others were drained
             await self._runner.cleanup()  # the connections handed to aiohttp
         if self.store is not None:
             await self.store.close()
@@ -402,6 +401,8 @@ class APIServer:
             return None
 
     async def _entry(self, request: web.Request) -> web.StreamResponse:
+        if self.stopping and (self.draining or shutdown.is_watch(request)):
+            return shutdown.retry_after_response()
         if self.audit is not None:
             return await self.audit.serve(request, self._serve_request)
         resp = await self._serve_request(request)
