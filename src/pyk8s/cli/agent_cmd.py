@@ -47,6 +47,9 @@ def add_parser(sub: Any) -> None:
                    help="force a container runtime (default: runc, or the process fallback where runc cannot run)")
     p.add_argument("--cni-bridge", default="pyk8s0", help="Linux bridge of the pod network (default pyk8s0)")
     p.add_argument("--runc-root", default="", help="runc state directory (default /run/pyk8s/runc)")
+    p.add_argument("--private-registry", default=None, metavar="FILE",
+                   help="registry mirrors and credentials, k3s's registries.yaml format (default "
+                        "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
 
 
@@ -98,7 +101,10 @@ async def _agent(args: Any) -> int:
             eviction_transition=args.eviction_pressure_transition_period,
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
-            runc_root=args.runc_root)
+            runc_root=args.runc_root, registries_file=args.private_registry or "")
+        from ..kubelet.images.registries import load_registries
+
+        load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start
     except ValueError as e:
         print(f"pyk8s agent: {e}", file=sys.stderr)
         return 2

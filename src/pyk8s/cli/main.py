@@ -70,6 +70,9 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--max-mutating-requests-inflight", type=int, default=200, metavar="N",
                    help="mutating requests in flight at most (default 200; 0: no limit)")
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
+    p.add_argument("--private-registry", default=None, metavar="FILE",
+                   help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
+                        "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
                    help="components not to run: scheduler, controller-manager (repeatable)")
     p.add_argument("--in-process-scheduler", action="store_true",

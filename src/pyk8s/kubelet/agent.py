@@ -79,6 +79,7 @@ class KubeletConfig:
     serving_key_file: str = ""
     client_ca_file: str = ""
     port: int = 10250
+    registries_file: str = ""  # k3s-style registries.yaml (default <data-dir>/registries.yaml)
 
 
 def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -145,7 +146,8 @@ class Kubelet:
         self.memory_capacity = machine_memory_capacity()
         self.recorder = EventRecorder(client, "kubelet", host=config.node_name)
         self.image_store = ImageStore(os.path.join(self.data_dir, "images"))
-        self.images = ImageService(self.image_store)
+        self.images = ImageService(self.image_store, registries_file=config.registries_file
+                                   or os.path.join(self.data_dir, "registries.yaml"))
         self.container_backoff = Backoff(10.0, 300.0)
         self.image_backoff = Backoff(10.0, 300.0)
         # First syncs queue here in arrival order: a burst of pods then starts in a pipeline, instead of every pod
@@ -692,7 +694,8 @@ async def start_local_agent(server: Any, args: Any) -> Any:
                                            cni_bridge=os.environ.get("PYK8S_AGENT_CNI_BRIDGE", "pyk8s0"),
                                            runc_root=os.environ.get("PYK8S_AGENT_RUNC_ROOT", ""),
                                            serving_cert_file=cert_file, serving_key_file=key_file,
-                                           client_ca_file=str(server.pki.ca_cert_path)))
+                                           client_ca_file=str(server.pki.ca_cert_path),
+                                           registries_file=getattr(args, "private_registry", None) or ""))
         kl.owns_client = True
         return kl
 
