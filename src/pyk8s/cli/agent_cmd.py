@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import signal
 import socket
@@ -50,7 +49,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
-    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
+                   "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
 
 def _reserved(*specs: str) -> dict[str, str]:
@@ -137,10 +137,9 @@ async def _agent(args: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if args.v >= 4 else logging.INFO if args.v >= 1 else logging.WARNING,
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-    )
+    from .. import klog
+
+    klog.setup(args.v)
     # a plain asyncio loop on purpose (no uvloop): see kubelet.agent.use_cheap_subprocesses
     try:
         return asyncio.run(_agent(args))

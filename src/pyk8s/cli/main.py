@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import signal
 import sys
@@ -82,7 +81,8 @@ def _server_parser(sub: Any) -> None:
                    help="run the controllers as their own `pyk8s controller-manager` process, as upstream "
                         "deploys kube-controller-manager, instead of on this process's event loop (for "
                         "thousands of nodes or pods: the API's loop then only answers requests)")
-    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
+                   "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
     from ..apiserver.audit import options as audit_options
 
     audit_options.add_flags(p)
@@ -143,10 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(coro: Any, verbosity: int) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING,
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-    )
+    from .. import klog
+
+    klog.setup(verbosity)
     try:
         import uvloop
 
