@@ -59,8 +59,14 @@ def test_always_pull_fails_offline_then_runs_from_the_local_mirror(env):
                                                                                           "ImagePullBackOff")
 
     env.wait_pod("no-mirror", waiting_reason, 60)
-    env.wait(lambda: any(e["reason"] == "Failed" and e["message"].startswith('Failed to pull image "busybox"')
-                         for e in env.events("no-mirror")), 30, "a Failed to pull image event")
+    failed = env.wait(lambda: [e["message"] for e in env.events("no-mirror") if e["reason"] == "Failed"
+                               and e["message"].startswith('Failed to pull image "busybox"')], 30,
+                      "a Failed to pull image event")
+    # containerd's wording, which upstream's kubelet passes on
+    assert failed[0].startswith('Failed to pull image "busybox": failed to pull and unpack image '
+                                '"docker.io/library/busybox:latest": failed to resolve reference '
+                                '"docker.io/library/busybox:latest": failed to do request: Get '
+                                '"https://registry-1.docker.io/v2/library/busybox/manifests/latest": '), failed
     env.wait(lambda: any(e["reason"] == "BackOff" and 'Back-off pulling image "busybox"' in e["message"]
                          for e in env.events("no-mirror")), 60, "a Back-off pulling image event")
 

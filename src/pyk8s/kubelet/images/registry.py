@@ -155,7 +155,10 @@ class RegistryClient:
         say = progress or (lambda _m: None)
         async with aiohttp.ClientSession(timeout=self.timeout) as session:
             sess = _Session(self, session, r, ep, creds)
-            body, mt, digest = await sess.get_manifest(r.object)
+            try:
+                body, mt, digest = await sess.get_manifest(r.object)
+            except PullError as e:  # containerd's resolver wording, which upstream's kubelet passes on
+                raise type(e)(f'failed to resolve reference "{r}": {e}') from e
             if r.digest and digest != r.digest:
                 raise PullError(f"manifest digest mismatch: got {digest}, want {r.digest}")
             top_digest = digest
@@ -209,7 +212,8 @@ class _Session:
             try:
                 resp = await self.s.request(method, url, headers=h, ssl=self.ssl, data=data)
             except aiohttp.ClientError as e:
-                raise PullError(f"{url}: {e}") from e
+                # Go's net/http wording, as containerd reports it: `Get "https://...": dial tcp: ...`
+                raise PullError(f'failed to do request: {method.capitalize()} "{url}": {e}') from e
             if resp.status != 401 or attempt == 1:
                 return resp
             challenge = resp.headers.get("WWW-Authenticate", "")
