@@ -237,3 +237,49 @@ def test_pushed_manifest_is_the_stores(tmp_path, built):
         body = urllib.request.urlopen(req, timeout=5).read()
         store = ImageStore(os.path.join(built, "images"))
         assert json.loads(body) == json.loads(store.read_blob(store.require("busybox").manifest_digest))
+
+
+def test_configs_tls_ca_client_cert_and_skip_verify(tmp_path, built):
+    """A mirror over https with our own CA, requiring a client certificate (docker-registry's clientcas)."""
+    from pyk8s.apiserver.certs import ensure_pki, issue_client_cert, issue_serving_cert
+
+    pki = ensure_pki(str(tmp_path / "ca"))
+    files = {}
+    for name, (cert, key) in (("server", issue_serving_cert(pki, "registry", ["127.0.0.1"])),
+                              ("client", issue_client_cert(pki, "puller"))):
+        for kind, data in (("crt", cert), ("key", key)):
+            files[f"{name}.{kind}"] = p = tmp_path / f"{name}.{kind}"
+            p.write_bytes(data)
+    ca = pki.ca_cert_path
+    tls = (f"  tls:\n    certificate: {files['server.crt']}\n    key: {files['server.key']}\n"
+           f"    clientcas:\n      - {ca}\n")
+    with run_registry(tmp_path, tls) as host:
+        client_tls = f"      cert_file: {files['client.crt']}\n      key_file: {files['client.key']}\n"
+        src = str(tmp_path / "src")
+        os.rename(built, src)
+        _registries(src, f'configs:\n  "{host}":\n    tls:\n      ca_file: {ca}\n{client_tls}')
+        r = _cli("--data-dir", src, "push", "busybox", f"https://{host}")
+        assert r.returncode == 0, r.stderr
+        fresh = str(tmp_path / "fresh")
+        os.makedirs(fresh)
+        mirror = f'mirrors:\n  docker.io:\n    endpoint: ["https://{host}"]\n'
+        for configs, ok in (
+            ("", False),  # our CA is not the system's: verification fails
+            (f'configs:\n  "{host}":\n    tls:\n      ca_file: {ca}\n', False),  # no client certificate
+            (f'configs:\n  "{host}":\n    tls:\n      ca_file: {ca}\n{client_tls}', True),
+            (f'configs:\n  "{host}":\n    tls:\n      insecure_skip_verify: true\n{client_tls}', True),
+        ):
+            _registries(fresh, mirror + configs)
+            r = _cli("--data-dir", fresh, "pull", "busybox")
+            assert (r.returncode == 0) == ok and "Traceback" not in r.stderr, (configs, r.stderr)
+            _cli("--data-dir", fresh, "rm", "busybox")
+
+
+def test_agent_refuses_a_bad_private_registry_file(tmp_path):
+    bad = tmp_path / "registries.yaml"
+    bad.write_text("mirrors:\n  docker.io:\n    endpoint: ['ftp://127.0.0.1:1']\n")
+    r = subprocess.run([sys.executable, "-m", "pyk8s.cli.main", "agent", "--kubeconfig", str(tmp_path / "none"),
+                        "--data-dir", str(tmp_path / "node"), "--private-registry", str(bad)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert f"{bad}: invalid mirror endpoint 'ftp://127.0.0.1:1'" in r.stderr, r.stderr

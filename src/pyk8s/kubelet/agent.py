@@ -28,6 +28,7 @@ from .backoff import Backoff
 from .dns import read_host_resolv
 from .eviction import DEFAULT_HARD, EvictionManager, parse_thresholds
 from .images.reference import ReferenceError, parse_reference
+from .images.registries import load_registries
 from .images.service import ImageService
 from .images.store import ImageStore
 from .node import KUBELET_VERSION, NodeManager, runc_version
@@ -679,6 +680,11 @@ async def start_local_agent(server: Any, args: Any) -> Any:
 
     node = socket.gethostname().lower()
     data_dir = os.path.join(getattr(args, "data_dir", None) or server.config.data_dir, "agent")
+    registries_file = getattr(args, "private_registry", None) or os.path.join(data_dir, "registries.yaml")
+    try:  # said at startup, not at the first pull; the kubelet keeps running on its previous (empty) config
+        load_registries(registries_file)
+    except ValueError as e:
+        log.warning("%s", e)
 
     def make() -> Kubelet:
         # CN=system:node:<name>, O=system:nodes is the kubelet's identity upstream; our RBAC has no Node authorizer
@@ -695,7 +701,7 @@ async def start_local_agent(server: Any, args: Any) -> Any:
                                            runc_root=os.environ.get("PYK8S_AGENT_RUNC_ROOT", ""),
                                            serving_cert_file=cert_file, serving_key_file=key_file,
                                            client_ca_file=str(server.pki.ca_cert_path),
-                                           registries_file=getattr(args, "private_registry", None) or ""))
+                                           registries_file=registries_file))
         kl.owns_client = True
         return kl
 
