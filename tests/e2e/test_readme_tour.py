@@ -62,6 +62,7 @@ def test_readme_tour_runs_top_to_bottom(tmp_path):
         assert "my-new-cron-object" in r.stdout
         assert re.search(r"^hello from web-", r.stdout, re.M), r.stdout[-2000:]
         assert len(env.pods(selector="app=web")) == 3
+        assert 'Successfully pulled image "busybox"' in r.stdout
     finally:
         pid = os.path.join(env.data, "registry", "registry.pid")
         if os.path.exists(pid):
