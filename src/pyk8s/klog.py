@@ -1,6 +1,6 @@
 """Logging as upstream's components log with klog: a header per line and `--v` verbosity levels.
 
-A line reads `I1127 11:02:36.123456   12345 kubelet node.py:218] registered node n1`: the
+A line reads `I1127 11:02:36.123456   12345 kubelet node.py:218] "Successfully registered node" node="n1"`: the
 severity letter (I, W, E, F) and month/day, the time, the process id, then our component (the
 logger's package under pyk8s) with file and line, as klog's `file.go:123]`. Verbosity follows
 upstream's conventions: 0 for startup, shutdown, components started, nodes registered and

@@ -86,3 +86,12 @@ def test_always_pull_fails_offline_then_runs_from_the_local_mirror(env):
     env.wait_running("with-mirror", 90)
     assert node_images.get("busybox:latest") is not None
     assert any(e["reason"] == "Pulled" for e in env.events("with-mirror"))
+
+
+def test_agent_logs_its_registration_klog_style(env):
+    """v0 says the node registered, with klog's header and upstream's wording."""
+    import re
+
+    pattern = (r'^I\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ kubelet node\.py:\d+\] "Successfully registered node" '
+               f'node="{env.node}"$')
+    assert any(re.match(pattern, line.strip()) for line in env.agent.output), "".join(env.agent.output[-30:])
