@@ -25,7 +25,7 @@ from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..datadir import ensure_private_dir
 from ..storage import Store, open_store
-from . import appkeys, httplog, impersonation
+from . import appkeys, impersonation
 from .audit import AuditOptions, on_response_prepare, record_authorization, set_audit_id_header
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
@@ -125,7 +125,9 @@ def _default_advertise_address() -> str:
 class APIServer:
     def __init__(self, config: ServerConfig, registry: Registry | None = None) -> None:
         self.config = config
-        self._entry = httplog.wrap(self._entry)  # type: ignore[method-assign,assignment]  # --v=3: a line per request
+        from .httplog import wrap
+
+        self._entry = wrap(self._entry)  # type: ignore[method-assign,assignment]  # --v=3: a line per request
         self.registry = registry or builtin_registry()
         self.store: Store | None = None
         self.caches: CacheSet | None = None

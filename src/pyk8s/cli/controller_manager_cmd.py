@@ -56,8 +56,7 @@ def add_parser(sub: Any) -> None:
                    help="namespace of the Lease (default kube-system)")
     p.add_argument("--root-ca-file", default=None,
                    help="CA bundle published as kube-root-ca.crt in every namespace (default: the kubeconfig's CA)")
-    p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
-                   "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
+    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
 
 
 def _root_ca(args: Any) -> bytes:
