@@ -16,9 +16,7 @@ system:
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "pyk8s: installing Python packages into $(VENV)"
-	@out=$$($(BIN)/pip install -q --disable-pip-version-check -e '.[test]' 2>&1) || { echo "$$out"; exit 1; }
+	@bash scripts/setup-venv.sh $(PYTHON) $(VENV)
 	@touch $@
 
 run: setup

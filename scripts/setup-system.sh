@@ -30,8 +30,11 @@ if [ "$(id -u)" != 0 ]; then
   echo "pyk8s: missing system packages: ${missing[*]} (run as root to install them with apt)" >&2
   exit 0
 fi
-echo "pyk8s: installing system packages: ${missing[*]}"
+echo "pyk8s: [system 1/2] apt-get update (for ${#missing[@]} missing packages: ${missing[*]})"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "pyk8s: [system 2/2] apt-get install ${missing[*]}"
+# a line per package as apt fetches, unpacks and sets it up; errors go to stderr as they are
+apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}" | awk '
+    /^(Get:[0-9]+|Unpacking|Setting up) / { print "pyk8s:   " $0; fflush() }'
 echo "pyk8s: system packages installed"

@@ -127,6 +127,9 @@ def _default_advertise_address() -> str:
 class APIServer:
     def __init__(self, config: ServerConfig, registry: Registry | None = None) -> None:
         self.config = config
+        from .httplog import wrap
+
+        self._entry = wrap(self._entry)  # type: ignore[method-assign,assignment]  # --v=3: a line per request
         self.registry = registry or builtin_registry()
         self.store: Store | None = None
         self.caches: CacheSet | None = None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import signal
 import socket
@@ -47,7 +46,11 @@ def add_parser(sub: Any) -> None:
                    help="force a container runtime (default: runc, or the process fallback where runc cannot run)")
     p.add_argument("--cni-bridge", default="pyk8s0", help="Linux bridge of the pod network (default pyk8s0)")
     p.add_argument("--runc-root", default="", help="runc state directory (default /run/pyk8s/runc)")
-    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    p.add_argument("--private-registry", default=None, metavar="FILE",
+                   help="registry mirrors and credentials, k3s's registries.yaml format (default "
+                        "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
+                   "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
 
 def _reserved(*specs: str) -> dict[str, str]:
@@ -98,7 +101,10 @@ async def _agent(args: Any) -> int:
             eviction_transition=args.eviction_pressure_transition_period,
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
-            runc_root=args.runc_root)
+            runc_root=args.runc_root, registries_file=args.private_registry or "")
+        from ..kubelet.images.registries import load_registries
+
+        load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start
     except ValueError as e:
         print(f"pyk8s agent: {e}", file=sys.stderr)
         return 2
@@ -131,10 +137,9 @@ async def _agent(args: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if args.v >= 4 else logging.INFO if args.v >= 1 else logging.WARNING,
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-    )
+    from .. import klog
+
+    klog.setup(args.v)
     # a plain asyncio loop on purpose (no uvloop): see kubelet.agent.use_cheap_subprocesses
     try:
         return asyncio.run(_agent(args))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import signal
 import sys
@@ -70,6 +69,9 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--max-mutating-requests-inflight", type=int, default=200, metavar="N",
                    help="mutating requests in flight at most (default 200; 0: no limit)")
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
+    p.add_argument("--private-registry", default=None, metavar="FILE",
+                   help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
+                        "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
                    help="components not to run: scheduler, controller-manager (repeatable)")
     p.add_argument("--in-process-scheduler", action="store_true",
@@ -79,7 +81,8 @@ def _server_parser(sub: Any) -> None:
                    help="run the controllers as their own `pyk8s controller-manager` process, as upstream "
                         "deploys kube-controller-manager, instead of on this process's event loop (for "
                         "thousands of nodes or pods: the API's loop then only answers requests)")
-    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
+                   "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
     from ..apiserver.audit import options as audit_options
 
     audit_options.add_flags(p)
@@ -140,10 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(coro: Any, verbosity: int) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING,
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-    )
+    from .. import klog
+
+    klog.setup(verbosity)
     try:
         import uvloop
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 import sys
 from typing import Any
@@ -21,7 +20,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--leader-elect", default=True, action=argparse_bool(), nargs="?", const=True,
                    help="take the kube-system/kube-scheduler Lease before scheduling (default true)")
     p.add_argument("--parallel-binds", type=int, default=128, help="bindings in flight at most (default 128)")
-    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
+                   "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
 
 def argparse_bool() -> Any:
@@ -81,10 +81,9 @@ async def _main(args: Any) -> int:
 
 
 def run(args: Any) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if args.v >= 4 else logging.INFO if args.v >= 1 else logging.WARNING,
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-    )
+    from .. import klog
+
+    klog.setup(args.v)
     try:
         import uvloop
 

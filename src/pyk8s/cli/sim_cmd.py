@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import signal
 import sys
@@ -46,7 +45,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--crash-backoff", type=float, default=10.0, help="first CrashLoopBackOff delay (default 10)")
     p.add_argument("--no-pods", action="store_true", help="only nodes: leave pods alone")
     p.add_argument("--cleanup", action="store_true", help="delete the nodes and their Leases on exit")
-    p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
+                   "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
 
 def _delay_range(text: str) -> tuple[float, float]:
@@ -57,10 +57,9 @@ def _delay_range(text: str) -> tuple[float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if args.v >= 4 else logging.INFO if args.v >= 1 else logging.WARNING,
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-    )
+    from .. import klog
+
+    klog.setup(args.v)
     try:
         import uvloop
 

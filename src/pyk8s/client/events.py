@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..api.errors import StatusError
+from ..klog import V2
 from .events_cache import Correlated, EventCorrelator
 from .rest import Client
 
@@ -72,6 +73,9 @@ class EventRecorder:
         c = self.correlator.correlate(body)
         if c is None:
             return  # the spam filter dropped it, as upstream's does
+        if log.isEnabledFor(V2):  # a component's per-object actions, as upstream's broadcaster logs its events
+            log.log(V2, '"Event occurred" source="%s" object="%s/%s" kind="%s" type="%s" reason="%s" message="%s"',
+                    self.component, ns, ref.get("name", ""), ref.get("kind", ""), type, reason, message)
         name = c.event["metadata"]["name"]
         t = asyncio.ensure_future(self._write(c, self._last_write.get(name)))
         self._last_write[name] = t

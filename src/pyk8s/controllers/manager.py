@@ -157,6 +157,7 @@ class ControllerManager:
         self.informers.start()
         try:
             await self.informers.wait_synced(60)
+            log.info("Started %d controllers: %s", len(self.controllers), ", ".join(self.names))
             await asyncio.gather(*(c.run() for c in self.controllers))
         finally:
             for c in self.controllers:

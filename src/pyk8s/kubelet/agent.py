@@ -28,6 +28,7 @@ from .backoff import Backoff
 from .dns import read_host_resolv
 from .eviction import DEFAULT_HARD, EvictionManager, parse_thresholds
 from .images.reference import ReferenceError, parse_reference
+from .images.registries import load_registries
 from .images.service import ImageService
 from .images.store import ImageStore
 from .node import KUBELET_VERSION, NodeManager, runc_version
@@ -79,6 +80,7 @@ class KubeletConfig:
     serving_key_file: str = ""
     client_ca_file: str = ""
     port: int = 10250
+    registries_file: str = ""  # k3s-style registries.yaml (default <data-dir>/registries.yaml)
 
 
 def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -145,7 +147,8 @@ class Kubelet:
         self.memory_capacity = machine_memory_capacity()
         self.recorder = EventRecorder(client, "kubelet", host=config.node_name)
         self.image_store = ImageStore(os.path.join(self.data_dir, "images"))
-        self.images = ImageService(self.image_store)
+        self.images = ImageService(self.image_store, registries_file=config.registries_file
+                                   or os.path.join(self.data_dir, "registries.yaml"))
         self.container_backoff = Backoff(10.0, 300.0)
         self.image_backoff = Backoff(10.0, 300.0)
         # First syncs queue here in arrival order: a burst of pods then starts in a pipeline, instead of every pod
@@ -677,6 +680,11 @@ async def start_local_agent(server: Any, args: Any) -> Any:
 
     node = socket.gethostname().lower()
     data_dir = os.path.join(getattr(args, "data_dir", None) or server.config.data_dir, "agent")
+    registries_file = getattr(args, "private_registry", None) or os.path.join(data_dir, "registries.yaml")
+    try:  # said at startup, not at the first pull; the kubelet keeps running on its previous (empty) config
+        load_registries(registries_file)
+    except ValueError as e:
+        log.warning("%s", e)
 
     def make() -> Kubelet:
         # CN=system:node:<name>, O=system:nodes is the kubelet's identity upstream; our RBAC has no Node authorizer
@@ -692,7 +700,8 @@ async def start_local_agent(server: Any, args: Any) -> Any:
                                            cni_bridge=os.environ.get("PYK8S_AGENT_CNI_BRIDGE", "pyk8s0"),
                                            runc_root=os.environ.get("PYK8S_AGENT_RUNC_ROOT", ""),
                                            serving_cert_file=cert_file, serving_key_file=key_file,
-                                           client_ca_file=str(server.pki.ca_cert_path)))
+                                           client_ca_file=str(server.pki.ca_cert_path),
+                                           registries_file=registries_file))
         kl.owns_client = True
         return kl
 

@@ -215,7 +215,7 @@ class NodeManager:
             try:
                 try:
                     self.node = await self.client.create(NODES, body)
-                    log.info("registered node %s", self.name)
+                    log.info('"Successfully registered node" node="%s"', self.name)  # upstream's wording
                 except StatusError as e:
                     if e.code != 409:
                         raise

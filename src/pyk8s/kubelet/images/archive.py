@@ -196,11 +196,22 @@ def _import_oci(store: ImageStore, t: _Tar, name: str | None, platform: dict[str
     return out
 
 
-def _tar_dir_into(store: ImageStore, src: str) -> str:
+def _tmp_entry() -> tarfile.TarInfo:
+    """A world-writable, sticky /tmp: programs (and `kubectl cp`) expect one."""
+    ti = tarfile.TarInfo("tmp")
+    ti.type = tarfile.DIRTYPE
+    ti.mode = 0o1777
+    ti.mtime = int(time.time())
+    return ti
+
+
+def _tar_dir_into(store: ImageStore, src: str, add_tmp: bool = False) -> str:
     """A deterministic-order tar of a directory tree, streamed into a blob; returns its digest."""
     w = store.writer()
     try:
         with tarfile.open(fileobj=w, mode="w|", format=tarfile.PAX_FORMAT) as tf:  # type: ignore[call-overload]
+            if add_tmp:
+                tf.addfile(_tmp_entry())
             for root, dirs, files in os.walk(src):
                 dirs.sort()
                 for n in sorted(dirs) + sorted(files):
@@ -223,25 +234,38 @@ def _tar_dir_into(store: ImageStore, src: str) -> str:
 def import_rootfs(store: ImageStore, src: str, ref: str, *, cmd: list[str] | None = None,
                   entrypoint: list[str] | None = None, env: list[str] | None = None,
                   working_dir: str = "", user: str = "") -> Image:
-    """Make a one-layer image from a root filesystem directory or tarball, like `docker import`.
+    """Make an image from a root filesystem directory or tarball, like `docker import`.
 
-    The config gets a default PATH (docker import leaves Env empty, which leaves shells
-    without a search path in runtimes that add none).
+    Unlike docker import, the result is ready to run: the config gets a default PATH (an
+    empty Env leaves shells without a search path in runtimes that add none), `Cmd ["sh"]`
+    when the tree has /bin/sh and no command is given (else pods without a command fail
+    with "no command specified"), and a /tmp 1777 when the tree has none (a second tiny
+    layer for a tarball, which is imported as it is).
     """
     name = str(parse_reference(ref))
     if os.path.isdir(src):
-        layer = _tar_dir_into(store, src)
-        diff_id = layer
+        has_sh = os.path.lexists(os.path.join(src, "bin", "sh"))
+        layers = [_tar_dir_into(store, src, add_tmp=not os.path.isdir(os.path.join(src, "tmp")))]
+        diff_ids = list(layers)
     elif os.path.isfile(src):
+        with tarfile.open(src, "r:*") as tf:
+            names = {m.name.lstrip("./").rstrip("/") for m in tf.getmembers()}
+        has_sh = "bin/sh" in names
         with open(src, "rb") as f:
-            layer = store.write_blob_from_file(f)
-        diff_id = diff_id_of(store.blob_path(layer))
+            layers = [store.write_blob_from_file(f)]
+        diff_ids = [diff_id_of(store.blob_path(layers[0]))]
+        if "tmp" not in names:
+            tmp_layer = _tmp_layer(store)
+            layers.append(tmp_layer)
+            diff_ids.append(tmp_layer)
     else:
         raise ArchiveError(f"{src}: no such file or directory")
     mp = media.machine_platform()
     cfg: dict[str, Any] = {"Env": list(env) if env else [DEFAULT_PATH]}
     if cmd:
         cfg["Cmd"] = list(cmd)
+    elif has_sh and not entrypoint:
+        cfg["Cmd"] = ["sh"]
     if entrypoint:
         cfg["Entrypoint"] = list(entrypoint)
     if working_dir:
@@ -253,7 +277,7 @@ def import_rootfs(store: ImageStore, src: str, ref: str, *, cmd: list[str] | Non
         "architecture": mp["architecture"],
         "os": "linux",
         "config": cfg,
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
         "history": [{"created": _now(), "created_by": f"pyk8s image import --rootfs {os.path.basename(src)}",
                      "comment": "Imported from root filesystem"}],
     }
@@ -261,8 +285,15 @@ def import_rootfs(store: ImageStore, src: str, ref: str, *, cmd: list[str] | Non
         config["variant"] = mp["variant"]
     config_bytes = json.dumps(config, separators=(",", ":")).encode()
     config_digest = store.write_blob(config_bytes)
-    manifest_digest = _write_manifest(store, config_digest, len(config_bytes), [layer])
+    manifest_digest = _write_manifest(store, config_digest, len(config_bytes), layers)
     return store.add_image(manifest_digest, [name])
+
+
+def _tmp_layer(store: ImageStore) -> str:
+    w = store.writer()
+    with tarfile.open(fileobj=w, mode="w|", format=tarfile.PAX_FORMAT) as tf:  # type: ignore[call-overload]
+        tf.addfile(_tmp_entry())
+    return w.commit()
 
 
 def export_oci_layout(store: ImageStore, image: Image, dest_dir: str) -> None:

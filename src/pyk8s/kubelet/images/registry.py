@@ -25,6 +25,7 @@ import aiohttp
 
 from . import media
 from .reference import DEFAULT_DOMAIN, Reference, parse_reference
+from .registries import Endpoint, RegistriesConfig
 from .store import Image, ImageStore, ImageStoreError, sha256_digest
 
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
@@ -85,7 +86,7 @@ def _glob_host(pattern: str, host: str) -> bool:
     return len(p_parts) == len(h_parts) and all(fnmatch.fnmatchcase(h, p) for p, h in zip(p_parts, h_parts, strict=True))
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     name = host.rsplit(":", 1)[0].strip("[]") if not host.startswith("[") else host[1:].split("]")[0]
     if name == "localhost":
         return True
@@ -99,18 +100,20 @@ class RegistryClient:
     """Pulls from one or more registries; one instance can be shared (tokens are cached per scope)."""
 
     def __init__(self, store: ImageStore, *, plain_http: set[str] | None = None,
-                 mirrors: dict[str, str] | None = None, timeout: float = 300.0, concurrency: int = 3) -> None:
+                 registries: RegistriesConfig | None = None, timeout: float = 300.0, concurrency: int = 3) -> None:
         self.store = store
         self.plain_http = set(plain_http or ())  # hosts spoken to over http (loopback always is)
-        self.mirrors = dict(mirrors or {})  # registry domain -> endpoint host
+        self.registries = registries or RegistriesConfig()  # mirrors and per-host auth/TLS (registries.yaml)
         self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=30)
         self.concurrency = concurrency
         self._tokens: dict[tuple[str, str], str] = {}
 
-    def _base(self, domain: str) -> str:
-        host = self.mirrors.get(domain) or (DOCKER_HUB_ENDPOINT if domain == DEFAULT_DOMAIN else domain)
-        scheme = "http" if host in self.plain_http or _is_loopback(host) else "https"
-        return f"{scheme}://{host}/v2/"
+    def endpoints(self, domain: str) -> list[Endpoint]:
+        eps = self.registries.endpoints(domain)
+        if self.plain_http:
+            eps = [Endpoint("http" + e.base[5:], e.host, e.config, e.rewrites, e.is_default)
+                   if e.host in self.plain_http and e.base.startswith("https:") else e for e in eps]
+        return eps
 
     async def pull(self, ref: str, credentials: list[Credentials] | Credentials | None = None,
                    platform: dict[str, str] | None = None,
@@ -129,20 +132,33 @@ class RegistryClient:
         else:
             creds = [*credentials, None] if credentials else [None]
         last: Exception | None = None
-        for c in creds:
-            try:
-                return await self._pull(r, c, platform, progress)
-            except AuthError as e:
-                last = e
+        for ep in self.endpoints(r.domain):  # mirrors in order, then the registry itself (k3s's fallback)
+            # registries.yaml credentials for an endpoint come first; pull secrets name the registry itself
+            ep_creds: list[Credentials | None] = creds
+            if ep.config and (ep.config.username or ep.config.identity_token):
+                ep_creds = [Credentials(ep.config.username, ep.config.password, ep.config.identity_token)]
+            for c in ep_creds:
+                try:
+                    return await self._pull(r, ep, c, platform, progress)
+                except AuthError as e:
+                    last = e
+                except PullError as e:
+                    last = e
+                    break
+            if progress and not ep.is_default:
+                progress(f"mirror {ep.base} failed: {last}; trying the next endpoint")
         assert last is not None
         raise last
 
-    async def _pull(self, r: Reference, creds: Credentials | None, platform: dict[str, str] | None,
+    async def _pull(self, r: Reference, ep: Endpoint, creds: Credentials | None, platform: dict[str, str] | None,
                     progress: Callable[[str], None] | None) -> Image:
         say = progress or (lambda _m: None)
         async with aiohttp.ClientSession(timeout=self.timeout) as session:
-            sess = _Session(self, session, r, creds)
-            body, mt, digest = await sess.get_manifest(r.object)
+            sess = _Session(self, session, r, ep, creds)
+            try:
+                body, mt, digest = await sess.get_manifest(r.object)
+            except PullError as e:  # containerd's resolver wording, which upstream's kubelet passes on
+                raise type(e)(f'failed to resolve reference "{r}": {e}') from e
             if r.digest and digest != r.digest:
                 raise PullError(f"manifest digest mismatch: got {digest}, want {r.digest}")
             top_digest = digest
@@ -175,24 +191,29 @@ class RegistryClient:
 class _Session:
     """One pull's HTTP conversation with a registry: auth challenges, manifests, blobs."""
 
-    def __init__(self, client: RegistryClient, session: aiohttp.ClientSession, r: Reference,
+    def __init__(self, client: RegistryClient, session: aiohttp.ClientSession, r: Reference, ep: Endpoint,
                  creds: Credentials | None) -> None:
         self.c = client
         self.s = session
         self.r = r
         self.creds = creds
-        self.base = client._base(r.domain) + r.path + "/"
-        self.auth_header: str | None = client._tokens.get((r.domain, r.path)) if creds is None else None
+        self.path = ep.path(r.path)
+        self.base = f"{ep.base}/{self.path}/"
+        self.ssl = client.registries.ssl_context(ep)
+        self.token_key = (ep.base, self.path)
+        self.auth_header: str | None = client._tokens.get(self.token_key) if creds is None else None
 
-    async def _send(self, url: str, headers: dict[str, str]) -> aiohttp.ClientResponse:
+    async def _send(self, url: str, headers: dict[str, str], method: str = "GET",
+                    data: Any = None) -> aiohttp.ClientResponse:
         for attempt in range(2):
             h = dict(headers)
             if self.auth_header:
                 h["Authorization"] = self.auth_header
             try:
-                resp = await self.s.get(url, headers=h)
+                resp = await self.s.request(method, url, headers=h, ssl=self.ssl, data=data)
             except aiohttp.ClientError as e:
-                raise PullError(f"{url}: {e}") from e
+                # Go's net/http wording, as containerd reports it: `Get "https://...": dial tcp: ...`
+                raise PullError(f'failed to do request: {method.capitalize()} "{url}": {e}') from e
             if resp.status != 401 or attempt == 1:
                 return resp
             challenge = resp.headers.get("WWW-Authenticate", "")
@@ -211,7 +232,7 @@ class _Session:
             return
         if scheme.lower() != "bearer" or "realm" not in params:
             raise AuthError(f"{self.r.domain}: unsupported auth challenge {challenge!r}")
-        query = {"scope": params.get("scope") or f"repository:{self.r.path}:pull"}
+        query = {"scope": params.get("scope") or f"repository:{self.path}:pull"}
         if params.get("service"):
             query["service"] = params["service"]
         headers = {}
@@ -222,7 +243,7 @@ class _Session:
                 query["account"] = self.creds.username
         url = params["realm"] + ("&" if "?" in params["realm"] else "?") + urlencode(query)
         try:
-            async with self.s.get(url, headers=headers) as resp:
+            async with self.s.get(url, headers=headers, ssl=self.ssl) as resp:
                 if resp.status in (401, 403):
                     raise AuthError(f"{self.r.domain}: token server refused: HTTP {resp.status}")
                 if resp.status != 200:
@@ -235,7 +256,7 @@ class _Session:
             raise AuthError(f"token server {params['realm']} returned no token")
         self.auth_header = "Bearer " + token
         if self.creds is None:
-            self.c._tokens[(self.r.domain, self.r.path)] = self.auth_header
+            self.c._tokens[self.token_key] = self.auth_header
 
     async def get_manifest(self, obj: str) -> tuple[bytes, str, str]:
         resp = await self._send(self.base + "manifests/" + obj, {"Accept": media.ACCEPT})

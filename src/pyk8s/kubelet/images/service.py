@@ -10,11 +10,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
+import os
 from typing import Any
 
 from .reference import ReferenceError, parse_reference
+from .registries import RegistriesConfigError, load_registries
 from .registry import Credentials, PullError, RegistryClient, credentials_from_docker_config
 from .store import Image, ImageStore, ImageStoreError
+
+log = logging.getLogger(__name__)
 
 
 class ImagePullFailure(Exception):
@@ -48,10 +53,29 @@ def secret_credentials(secrets: list[dict[str, Any]], host: str) -> list[Credent
 
 
 class ImageService:
-    def __init__(self, store: ImageStore, client: RegistryClient | None = None) -> None:
+    def __init__(self, store: ImageStore, client: RegistryClient | None = None, registries_file: str = "") -> None:
         self.store = store
         self.client = client or RegistryClient(store)
         self._inflight: dict[str, asyncio.Future[Image]] = {}
+        self.registries_file = registries_file
+        self._registries_stamp: tuple[int, int] | None = None
+
+    def _reload_registries(self) -> None:
+        """Reread registries.yaml when it changed (a stat per pull): mirrors added later apply without a restart."""
+        if not self.registries_file:
+            return
+        try:
+            st = os.stat(self.registries_file)
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = None
+        if stamp == self._registries_stamp:
+            return
+        try:
+            self.client.registries = load_registries(self.registries_file)
+        except (RegistriesConfigError, OSError) as e:
+            log.warning("%s: %s (keeping the previous registry configuration)", self.registries_file, e)
+        self._registries_stamp = stamp
 
     async def ensure(self, image: str, pull_policy: str = "", pull_secrets: list[dict[str, Any]] | None = None) -> Image:
         """The image to run, pulling it as the policy says; raises ImagePullFailure with upstream's reason."""
@@ -77,6 +101,7 @@ class ImageService:
         return await asyncio.shield(fut)
 
     async def _pull(self, ref: str, secrets: list[dict[str, Any]]) -> Image:
+        self._reload_registries()
         creds = secret_credentials(secrets, parse_reference(ref).domain)
         try:
             return await self.client.pull(ref, creds)
