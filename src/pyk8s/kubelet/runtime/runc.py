@@ -440,7 +440,7 @@ class RuncRuntime(ContainerRuntime):
             hostname=sb["hostname"], ns_paths=sb["ns"], host_pid=sconf.host_pid,
             hosts_path=self._sb_path(sandbox_id, "hosts"), resolv_path=self._sb_path(sandbox_id, "resolv.conf"),
             hostname_path=self._sb_path(sandbox_id, "hostname"), shm_path=sb["shm"],
-            cgroup_parent=sb["cgroup_parent"], sysctls=sconf.sysctls)
+            cgroup_parent=sb["cgroup_parent"], sysctls=sconf.sysctls, pid_ns_path=self._pid_ns_path(config))
         try:
             spec = build_spec(config=config, image_cfg=image.runtime_config, rootfs=rootfs, sandbox=view,
                               user=(uid, gid, gids), container_id=cid, allowed_caps=self.allowed_caps,
@@ -591,6 +591,16 @@ class RuncRuntime(ContainerRuntime):
             return st
         st.state = RUNNING if st.started_at else CREATED
         return st
+
+    def _pid_ns_path(self, config: ContainerConfig) -> str:
+        """The process namespace of config.pid_target's running init ("" for a namespace of its own)."""
+        if not config.pid_target:
+            return ""
+        pid = self._pid_file(config.pid_target, "init.pid")
+        path = f"/proc/{pid}/ns/pid"
+        if not pid or not os.path.exists(path):
+            raise RuntimeError_(f"target container {config.pid_target[:12]} is not running", "CreateContainerError")
+        return path
 
     def _pid_file(self, cid: str, name: str) -> int:
         """shim.pid or init.pid of a container: each is written once, so read until known, then remembered."""
