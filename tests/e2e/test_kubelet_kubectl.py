@@ -154,7 +154,7 @@ def test_debug_target_shares_the_pod_namespaces_and_the_target_processes(env, ta
 
 
 def test_debug_without_target_has_its_own_process_namespace(env, target):
-    _debug_and_wait(env, "dbg-own", "--", "sh", "-c", PROBE + "; ps")
+    _debug_and_wait(env, "dbg-own", "--", "sh", "-c", PROBE + "; ps", version=list(kubectl_binaries())[0])
     logs = env.kubectl("logs", "tgt", "-c", "dbg-own")
     got = _probe(logs)
     net, ipc, uts, pid = got["ns"].split()
@@ -198,7 +198,9 @@ def test_debug_restricted_profile_is_refused_for_a_root_image(env, target):
     env.wait(lambda: ((_ephemeral_status(env, "dbg-restricted").get("state") or {}).get("waiting") or {})
              .get("reason") == "CreateContainerConfigError", 60, "restricted refused")
     waiting = _ephemeral_status(env, "dbg-restricted")["state"]["waiting"]
-    assert "runAsNonRoot" in waiting["message"] and "root" in waiting["message"], waiting
+    uid = env.pod("tgt")["metadata"]["uid"]
+    assert waiting["message"] == ('container has runAsNonRoot and image will run as root '
+                                  f'(pod: "tgt_default({uid})", container: dbg-restricted)'), waiting
 
 
 def test_debug_restricted_profile_runs_as_non_root_with_runtime_default_seccomp(env, target):

@@ -434,7 +434,11 @@ class RuncRuntime(ContainerRuntime):
         except UserError as e:
             raise RuntimeError_(str(e), "CreateContainerConfigError") from e
         if sec.run_as_non_root and uid == 0:
-            raise RuntimeError_("container has runAsNonRoot and image will run as root", "CreateContainerConfigError")
+            lb = config.labels  # (the CRI labels name the pod, as upstream's format.Pod does)
+            pod = (f'{lb.get("io.kubernetes.pod.name", "")}_{lb.get("io.kubernetes.pod.namespace", "")}'
+                   f'({lb.get("io.kubernetes.pod.uid", "")})')
+            raise RuntimeError_(f'container has runAsNonRoot and image will run as root (pod: "{pod}", '
+                                f"container: {config.name})", "CreateContainerConfigError")
         sconf = sandbox_config_from_dict(sb["config"])
         view = SandboxView(
             hostname=sb["hostname"], ns_paths=sb["ns"], host_pid=sconf.host_pid,
