@@ -249,3 +249,28 @@ def test_exec_and_attach_into_a_running_ephemeral_container(env, target):
     time.sleep(2)
     st = _ephemeral_status(env, "dbg-long")
     assert "terminated" in st["state"] and st["restartCount"] == 0, st
+
+
+def test_debug_it_on_a_terminal(env, target):
+    """`kubectl debug -it --target=c -- sh` on a real terminal: a shell in the target's process namespace,
+    the terminal's size, `exit` ends the session."""
+    from tests.e2e.terminal import Terminal
+
+    bins = kubectl_binaries()
+    term = Terminal([list(bins.values())[-1], "debug", "-it", "tgt", f"--image={BUSYBOX}", "-c", "dbg-it",
+                     "--target=c", "--", "sh"],
+                    dict(os.environ, KUBECONFIG=env.cluster.kubeconfig, HOME=env.cluster.home), rows=31, cols=97)
+    try:
+        term.read_until(b"If you don't see a command prompt, try pressing enter.", 60)
+        term.type(b"\r")
+        term.read_until(b"# ")
+        term.type(b"stty size; ps | grep -c 'sleep 360[1]'\r")
+        term.read_until(b"31 97")
+        term.read_until(b"1\r\n")
+        term.type(b"exit\r")
+        assert term.wait(60) == 0, term.out
+    finally:
+        term.close()
+    env.wait(lambda: "terminated" in (_ephemeral_status(env, "dbg-it").get("state") or {}), 30, "dbg-it done")
+    spec = next(c for c in env.pod("tgt")["spec"]["ephemeralContainers"] if c["name"] == "dbg-it")
+    assert spec.get("stdin") is True and spec.get("tty") is True
