@@ -260,14 +260,13 @@ def test_debug_it_on_a_terminal(env, target):
     term = Terminal([list(bins.values())[-1], "debug", "-it", "tgt", f"--image={BUSYBOX}", "-c", "dbg-it",
                      "--target=c", "--", "sh"],
                     dict(os.environ, KUBECONFIG=env.cluster.kubeconfig, HOME=env.cluster.home), rows=31, cols=97)
+    steps = [(b"If you don't see a command prompt, try pressing enter.", b"\r"),
+             (b"# ", b"stty size; ps | grep -c 'sleep 360[1]'\r"), (b"31 97", b""), (b"1\r\n", b"exit\r")]
     try:
-        term.read_until(b"If you don't see a command prompt, try pressing enter.", 60)
-        term.type(b"\r")
-        term.read_until(b"# ")
-        term.type(b"stty size; ps | grep -c 'sleep 360[1]'\r")
-        term.read_until(b"31 97")
-        term.read_until(b"1\r\n")
-        term.type(b"exit\r")
+        for want, send in steps:  # what the session shows, then what we type
+            term.read_until(want, 60)
+            if send:
+                term.type(send)
         assert term.wait(60) == 0, term.out
     finally:
         term.close()
