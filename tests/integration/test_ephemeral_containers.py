@@ -102,3 +102,19 @@ def test_invalid_additions_are_refused(v1, bad, field, reason):
     assert body["reason"] == "Invalid" and body["code"] == 422
     assert any(c["field"] == field and c["reason"] == reason for c in body["details"]["causes"]), body
     assert [e.name for e in v1.read_namespaced_pod("p", NS).spec.ephemeral_containers] == ["dbg", "dbg2"]
+
+
+def test_put_adds_and_a_stale_resource_version_conflicts(v1):
+    from kubernetes.client import ApiException
+
+    pod = v1.read_namespaced_pod_ephemeralcontainers("p", NS)
+    body = v1.api_client.sanitize_for_serialization(pod)
+    body["spec"]["ephemeralContainers"].append({"name": "put1", "image": "busybox:1.37"})
+    body["spec"]["containers"][0]["image"] = "ignored"
+    got = v1.replace_namespaced_pod_ephemeralcontainers("p", NS, body)
+    assert [e.name for e in got.spec.ephemeral_containers] == ["dbg", "dbg2", "put1"]
+    assert got.spec.containers[0].image == "busybox"
+    body["spec"]["ephemeralContainers"].append({"name": "put2", "image": "busybox:1.37"})
+    with pytest.raises(ApiException) as e:  # body still carries the resourceVersion before put1
+        v1.replace_namespaced_pod_ephemeralcontainers("p", NS, body)
+    assert e.value.status == 409
