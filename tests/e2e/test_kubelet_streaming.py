@@ -532,6 +532,51 @@ def test_exec_websocket_stdin_v5(world):
     run(go())
 
 
+@pytest.mark.parametrize("protocol", ["v5.channel.k8s.io", "v4.channel.k8s.io", "v4.base64.channel.k8s.io",
+                                      "channel.k8s.io", "base64.channel.k8s.io"])
+def test_exec_websocket_stdin_text_and_binary_frames(world, protocol):
+    """Upstream's kubelet reads a frame's payload whatever its opcode: stdin in text frames is not dropped."""
+    b64 = "base64" in protocol
+
+    def frame(data: bytes) -> bytes:
+        return b"0" + base64.b64encode(data) if b64 else b"\x00" + data
+
+    async def go():
+        path = f"/exec/{NS}/{POD}/static?" + q(command=["sh", "-c", "head -c 12"], stdin="1", stdout="1")
+        s, ws = await ws_session(world, path, [protocol])
+        async with s:
+            await ws.send_str(frame(b"text-").decode())
+            await ws.send_bytes(frame(b"bin-"))
+            await ws.send_str(frame(b"end").decode())
+            got = await ws_collect(ws, b64)
+        assert got[1] == b"text-bin-end"
+
+    run(go())
+
+
+def test_python_client_interactive_exec(world):
+    """The official client's interactive exec writes stdin as text frames and reads the answers back."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    api = client.CoreV1Api(world.cluster.api_client())
+    ws = stream(api.connect_get_namespaced_pod_exec, POD, NS, container="static", command=["sh"],
+                stderr=True, stdin=True, stdout=True, tty=False, _preload_content=False)
+    try:
+        ws.write_stdin("echo hello-$((6*7))\n")
+        out = ""
+        deadline = time.monotonic() + 20
+        while "hello-42" not in out and time.monotonic() < deadline:
+            ws.update(timeout=1)
+            out += ws.read_stdout(timeout=0.1) if ws.peek_stdout() else ""
+        assert "hello-42\n" in out
+        ws.write_stdin("exit 5\n")
+        ws.run_forever(timeout=20)
+        assert ws.returncode == 5
+    finally:
+        ws.close()
+
+
 def test_exec_websocket_tty_resize(world):
     async def go():
         path = f"/exec/{NS}/{POD}/static?" + q(command=["sh", "-c", "read x; stty size; echo got:$x"],

@@ -144,7 +144,7 @@ class ResourceHandler:
                 if info.legacy_watch or _bool(q.get("watch")):
                     return await self.watch(request, res, ns, out)
                 return await self.list(request, res, ns, out)
-            if sub in ("", "status"):
+            if sub in ("", "status", "ephemeralcontainers"):  # (pods/ephemeralcontainers reads the Pod, as upstream)
                 obj = await self.rest.get(res, ns, info.name, consistent=q.get("resourceVersion") != "0")
                 return self.respond(self.from_storage(res, obj), out, res)
             if sub == "scale":

@@ -49,6 +49,10 @@ def validate_create(gk: GK, obj: dict[str, Any], namespaced: bool) -> list:
 
 def validate_update(gk: GK, new: dict[str, Any], old: dict[str, Any], namespaced: bool,
                     subresource: str = "") -> list:
+    if subresource == "ephemeralcontainers" and gk == ("", "Pod"):
+        from ..api.validation.pod import validate_pod_ephemeral_containers_update
+
+        return validate_pod_ephemeral_containers_update(new, old)
     if subresource == "status":
         sfn = STATUS_UPDATE_VALIDATORS.get(gk)
         if sfn is not None:

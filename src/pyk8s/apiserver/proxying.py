@@ -29,7 +29,8 @@ async def handle(h: Any, request: web.Request, res: Resource, ns: str | None, in
                 raise E.new_bad_request(
                     f"a container name must be specified for pod {info.name}, choose one of: [{' '.join(containers)}]")
             if want and want not in containers and want not in [
-                    c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]:
+                    c["name"] for key in ("initContainers", "ephemeralContainers")
+                    for c in (pod.get("spec") or {}).get(key) or []]:
                 raise E.new_bad_request(f"container {want} is not valid for pod {info.name}")
             if not node:
                 raise E.new_bad_request(f"pod {info.name} does not have a host assigned")

@@ -313,7 +313,7 @@ class RestStorage:
                 else:
                     nmd.pop(k, None)
             strategies.prepare_for_update(res, new, old, subresource)
-            if not subresource:
+            if subresource in ("", "ephemeralcontainers"):  # (the body of pods/ephemeralcontainers is a Pod)
                 fn = kindhooks.DEFAULTERS.get(gk)
                 if fn is not None:
                     fn(new)

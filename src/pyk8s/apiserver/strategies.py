@@ -46,6 +46,9 @@ def prepare_for_update(res: Resource, new: dict[str, Any], old: dict[str, Any], 
         if not fins:
             new["spec"].pop("finalizers")
         return
+    if subresource == "ephemeralcontainers":
+        _keep_only_ephemeral_containers(new, old)
+        return
     if not has_status(res):
         return
     if subresource == "status":
@@ -71,6 +74,27 @@ def prepare_for_update(res: Resource, new: dict[str, Any], old: dict[str, Any], 
             new["status"] = old["status"]
         else:
             new.pop("status", None)
+
+
+def _keep_only_ephemeral_containers(new: dict[str, Any], old: dict[str, Any]) -> None:
+    """pods/ephemeralcontainers changes spec.ephemeralContainers and nothing else (upstream's
+    dropNonEphemeralContainerUpdates): the rest of spec, status and the writable metadata from the stored pod."""
+    ecs = (new.get("spec") or {}).get("ephemeralContainers")
+    for k in list(new):
+        if k not in ("metadata", "kind", "apiVersion"):
+            del new[k]
+    for k, v in old.items():
+        if k not in ("metadata", "kind", "apiVersion"):
+            new[k] = v
+    new["spec"] = {k: v for k, v in (old.get("spec") or {}).items() if k != "ephemeralContainers"}
+    if ecs:
+        new["spec"]["ephemeralContainers"] = ecs
+    nmd, omd = new["metadata"], old["metadata"]
+    for k in ("labels", "annotations", "finalizers", "ownerReferences", "deletionTimestamp", "generation"):
+        if k in omd:
+            nmd[k] = omd[k]
+        else:
+            nmd.pop(k, None)
 
 
 def _now() -> float:

@@ -31,7 +31,7 @@ from .images.reference import ReferenceError, parse_reference
 from .images.registries import load_registries
 from .images.service import ImageService
 from .images.store import ImageStore
-from .node import KUBELET_VERSION, NodeManager, runc_version
+from .node import KUBELET_VERSION, NODES, NodeManager, runc_version
 from .objects import ObjectCache, TokenManager
 from .pleg import PLEG
 from .podworkers import PodWorker, PodWorkers
@@ -377,15 +377,14 @@ class Kubelet:
         self.status_manager.forget(uid)
         self.pleg.forget(uid)
 
-    def admit(self, pod: dict[str, Any], uid: str) -> tuple[str, str] | None:
+    async def admit(self, pod: dict[str, Any], uid: str) -> tuple[str, str] | None:
         """upstream canAdmitPod: eviction (node pressure), node affinity, resources, host ports."""
         if pod["metadata"].get("annotations", {}).get("kubernetes.io/config.source", "api") != "api":
             return None  # static pods are critical
         r = self.eviction.admit(pod)
         if r is not None:
             return r
-        labels = (self.node_manager.node.get("metadata") or {}).get("labels") or {}
-        if not _node_affinity_ok(pod, labels, self.node_name):
+        if not await self._node_affinity_admits(pod):
             return "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
         admitted = [w for w in self.pod_workers.active() if w.uid != uid and w.admitted and not w.view.terminal]
         others = [w.pod for w in admitted]
@@ -418,6 +417,20 @@ class Kubelet:
                     if any(k[1:] == key[1:] and (k[0] == key[0] or "0.0.0.0" in (k[0], key[0])) for k in ports):
                         return "NodePorts", "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
         return None
+
+    async def _node_affinity_admits(self, pod: dict[str, Any]) -> bool:
+        """Our copy of the node can be older than the labels the scheduler placed the pod by: on a mismatch,
+        judge again on the node as the API server has it now (upstream's predicate admit handler re-fetches)."""
+        labels = (self.node_manager.node.get("metadata") or {}).get("labels") or {}
+        if _node_affinity_ok(pod, labels, self.node_name):
+            return True
+        try:
+            fresh = await self.client.get(NODES, self.node_name)
+        except Exception as e:  # the API unreachable: judge on what we have, as upstream does
+            log.info("re-reading node %s for admission: %s", self.node_name, e)
+            return False
+        self.node_manager.node = fresh
+        return _node_affinity_ok(pod, (fresh.get("metadata") or {}).get("labels") or {}, self.node_name)
 
     # ------------------------------------------------------------------ loops
 

@@ -235,7 +235,7 @@ class PodWorker:
             self.first_sync = now
             self.view.start_time = (pod.get("status") or {}).get("startTime") or format_time(now)
         if not self.admitted:
-            rejected = kl.admit(pod, self.uid)
+            rejected = await kl.admit(pod, self.uid)
             if rejected is not None:
                 reason, message = rejected
                 self._event("Warning", reason, message)
@@ -397,6 +397,7 @@ class PodWorker:
     async def _sync_containers(self, sandbox: Any) -> None:
         spec = self.pod.get("spec") or {}
         policy = spec.get("restartPolicy") or "Always"
+        await self._start_ephemeral_containers(sandbox)
         initialized = self._any_regular_started(sandbox.id)
         for c in spec.get("initContainers") or []:
             # a new sandbox (after a reboot, or a lost network namespace) runs the init containers again
@@ -445,6 +446,23 @@ class PodWorker:
                 await self._maybe_start(c, latest, sandbox, False)
         if done and policy != "Always":
             self.view.terminal = True  # every regular container is finished for good: sidecars are stopped next
+
+    async def _start_ephemeral_containers(self, sandbox: Any) -> None:
+        """Each ephemeral container starts once, before the others (so it can debug init containers too), and is
+        never restarted, as upstream's SyncPod."""
+        for ec in (self.pod.get("spec") or {}).get("ephemeralContainers") or []:
+            if not self.view.containers.get(ec["name"]):
+                await self.start_container(ec, sandbox, False, f"spec.ephemeralContainers{{{ec['name']}}}")
+
+    def _pid_target(self, c: dict[str, Any]) -> str:
+        """The container whose process namespace an ephemeral container shares (`targetContainerName`)."""
+        target = c.get("targetContainerName")
+        if not target:
+            return ""
+        latest = self._latest(target)
+        if latest is None:
+            raise ValueError(f"unable to find target container {target}")
+        return latest.id
 
     def _any_regular_started(self, sandbox_id: str) -> bool:
         for c in (self.pod.get("spec") or {}).get("containers") or []:
@@ -553,6 +571,7 @@ class PodWorker:
             cfg = container_config(self.pod, c, c.get("image") or img.id, env, expand_list(list(c.get("command") or []), envd),
                                    expand_list(list(c.get("args") or []), envd), mounts, attempt, term,
                                    kl.seccomp_root, kl.memory_capacity)
+            cfg.pid_target = self._pid_target(c)
         except (EnvError, VolumeError) as e:
             self._event("Warning", "Failed", f"Error: {e}", fp)
             self.view.reasons[name] = ("CreateContainerConfigError", str(e))

@@ -322,6 +322,12 @@ class KubeletServer:
                 sock = getattr(self.runtime, "attach_socket", lambda _c: "")(cid)
                 if sock:
                     status = await RC.run_attach_shim(streams, sock)
+                if status is None and (sock or (hasattr(self.runtime, "attach_socket")
+                                                and _has_stdin_or_tty(pod, container))):
+                    # its shim is gone: it exited since we looked. An error, as upstream's runtime gives, so
+                    # kubectl falls back to the logs (following the log from its end would show nothing)
+                    status = RC.internal_error_status(
+                        "error attaching to container: container is in CONTAINER_EXITED state")
                 if status is None:  # a runtime (or an older shim) without an attach socket: follow the log
                     status = await RC.run_attach(streams, log_path, lambda: self._running(cid))  # type: ignore[arg-type]
             await streams.write_status(status)
@@ -401,3 +407,13 @@ class KubeletServer:
         finally:
             self._sessions.discard(session)
         return resp
+
+
+def _has_stdin_or_tty(pod: dict[str, Any], container: str) -> bool:
+    """Whether the shim serves this container an attach socket while it runs."""
+    spec = pod.get("spec") or {}
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        for c in spec.get(key) or []:
+            if c.get("name") == container:
+                return bool(c.get("stdin") or c.get("tty"))
+    return False

@@ -167,6 +167,17 @@ _KEY_ORDER = ("containerID", "image", "imageID", "lastState", "name", "ready", "
               "volumeMounts")
 
 
+def ephemeral_container_statuses(pod: dict[str, Any], view: PodView, old: dict[str, Any]) -> list[dict[str, Any]]:
+    """As regular containers' statuses, but never ready and without `started`: upstream's prober manager, which
+    sets those, does not look at ephemeral containers."""
+    out = container_statuses(pod, (pod.get("spec") or {}).get("ephemeralContainers") or [], view,
+                             old.get("ephemeralContainerStatuses") or [], False)
+    for st in out:
+        st["ready"] = False
+        st.pop("started", None)
+    return out
+
+
 def _ordered(st: dict[str, Any]) -> dict[str, Any]:
     out = {k: st[k] for k in _KEY_ORDER if k in st}
     out.update({k: v for k, v in st.items() if k not in out})
@@ -430,7 +441,9 @@ def build_status(pod: dict[str, Any], view: PodView, now: float) -> dict[str, An
         status["reason"] = view.reason
     if view.message:
         status["message"] = view.message
-    for k in ("nominatedNodeName", "resize", "resourceClaimStatuses", "ephemeralContainerStatuses"):
+    if spec.get("ephemeralContainers"):
+        status["ephemeralContainerStatuses"] = ephemeral_container_statuses(pod, view, old)
+    for k in ("nominatedNodeName", "resize", "resourceClaimStatuses"):
         if k in old:
             status[k] = old[k]
     return status

@@ -834,3 +834,33 @@ def validate_binding(obj: V) -> list[FieldError]:
     if not target.get("name"):
         errs.append(required("target.name"))
     return errs
+
+
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def _changed_fields(old: V, new: V) -> str:
+    keys = sorted(set(old) | set(new))
+    return "\n".join(f"  {k}: {json.dumps(old.get(k))} -> {json.dumps(new.get(k))}"
+                     for k in keys if old.get(k) != new.get(k))
+
+
+def validate_pod_ephemeral_containers_update(new: V, old: V) -> list[FieldError]:
+    """ValidatePodEphemeralContainersUpdate: the new pod is valid, and ephemeral containers are only added."""
+    errs = validate_object_meta_update(new, old)
+    errs += _pod_metadata_and_spec(new)
+    errs += _pod_annotation_updates(new, old, "metadata.annotations")
+    if MIRROR_POD_ANNOTATION in (_d(_d(old.get("metadata")).get("annotations"))):
+        return [forbidden("", "static pods do not support ephemeral containers")]
+    path = "spec.ephemeralContainers"
+    by_name = {_s(_d(c).get("name")): _d(c) for c in _l(_d(new.get("spec")).get("ephemeralContainers"))}
+    for oc in _l(_d(old.get("spec")).get("ephemeralContainers")):
+        oc = _d(oc)
+        name = _s(oc.get("name"))
+        nc = by_name.get(name)
+        if nc is None:
+            errs.append(forbidden(path, f"existing ephemeral containers {json.dumps(name)} may not be removed\n"))
+        elif nc != oc:
+            errs.append(forbidden(path, f"existing ephemeral containers {json.dumps(name)} may not be changed\n"
+                                        + _changed_fields(oc, nc)))
+    return errs

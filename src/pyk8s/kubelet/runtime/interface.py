@@ -153,6 +153,7 @@ class ContainerConfig:
     tty: bool = False
     stdin: bool = False  # keep the container's stdin open for attach (k8s `stdin`)
     stdin_once: bool = False  # close it when the first attached client detaches (k8s `stdinOnce`)
+    pid_target: str = ""  # a container ID whose process namespace this one joins (an ephemeral container's target)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
 

@@ -434,13 +434,17 @@ class RuncRuntime(ContainerRuntime):
         except UserError as e:
             raise RuntimeError_(str(e), "CreateContainerConfigError") from e
         if sec.run_as_non_root and uid == 0:
-            raise RuntimeError_("container has runAsNonRoot and image will run as root", "CreateContainerConfigError")
+            lb = config.labels  # (the CRI labels name the pod, as upstream's format.Pod does)
+            pod = (f'{lb.get("io.kubernetes.pod.name", "")}_{lb.get("io.kubernetes.pod.namespace", "")}'
+                   f'({lb.get("io.kubernetes.pod.uid", "")})')
+            raise RuntimeError_(f'container has runAsNonRoot and image will run as root (pod: "{pod}", '
+                                f"container: {config.name})", "CreateContainerConfigError")
         sconf = sandbox_config_from_dict(sb["config"])
         view = SandboxView(
             hostname=sb["hostname"], ns_paths=sb["ns"], host_pid=sconf.host_pid,
             hosts_path=self._sb_path(sandbox_id, "hosts"), resolv_path=self._sb_path(sandbox_id, "resolv.conf"),
             hostname_path=self._sb_path(sandbox_id, "hostname"), shm_path=sb["shm"],
-            cgroup_parent=sb["cgroup_parent"], sysctls=sconf.sysctls)
+            cgroup_parent=sb["cgroup_parent"], sysctls=sconf.sysctls, pid_ns_path=self._pid_ns_path(config))
         try:
             spec = build_spec(config=config, image_cfg=image.runtime_config, rootfs=rootfs, sandbox=view,
                               user=(uid, gid, gids), container_id=cid, allowed_caps=self.allowed_caps,
@@ -591,6 +595,16 @@ class RuncRuntime(ContainerRuntime):
             return st
         st.state = RUNNING if st.started_at else CREATED
         return st
+
+    def _pid_ns_path(self, config: ContainerConfig) -> str:
+        """The process namespace of config.pid_target's running init ("" for a namespace of its own)."""
+        if not config.pid_target:
+            return ""
+        pid = self._pid_file(config.pid_target, "init.pid")
+        path = f"/proc/{pid}/ns/pid"
+        if not pid or not os.path.exists(path):
+            raise RuntimeError_(f"target container {config.pid_target[:12]} is not running", "CreateContainerError")
+        return path
 
     def _pid_file(self, cid: str, name: str) -> int:
         """shim.pid or init.pid of a container: each is written once, so read until known, then remembered."""

@@ -98,6 +98,7 @@ FRAME_SIZE = 5  # ">BI": type, length
 OUT_STDOUT, OUT_STDERR = 1, 2
 IN_STDIN, IN_CLOSE, IN_RESIZE = 0, 3, 4
 CLIENT_BACKLOG = 1024  # output frames queued for one slow attach client before it is dropped
+EARLY_OUTPUT_MAX = 64 * 1024  # output kept for the first attach client, printed before anyone attached
 
 
 class AttachClient:
@@ -146,6 +147,10 @@ class AttachServer:
         self.stdin_once = stdin_once
         self.tty_fd = tty_fd
         self.closed = False
+        # What the container prints before its first client attaches goes to that client first: `kubectl run -i`
+        # attaches only once it sees the pod running, and a short command has printed (or exited) by then.
+        self.early: list[bytes] | None = []
+        self.early_size = 0
         try:
             os.unlink(path)
         except OSError:
@@ -157,10 +162,16 @@ class AttachServer:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def broadcast(self, kind: int, data: bytes) -> None:
-        if not self.clients:
+        if self.early is None and not self.clients:  # (in this order: _accept adds a client before early goes)
             return
         frame = bytes([kind]) + len(data).to_bytes(4, "big") + data
         with self.lock:
+            early = self.early
+            if early is not None:
+                if self.early_size + len(frame) <= EARLY_OUTPUT_MAX and len(early) < CLIENT_BACKLOG // 2:
+                    early.append(frame)
+                    self.early_size += len(frame)
+                return
             for c in list(self.clients):
                 if not c.offer(frame):
                     self.clients.remove(c)  # too far behind: it is dropped, as a stalled attach is upstream
@@ -174,10 +185,14 @@ class AttachServer:
                 return
             client = AttachClient(conn)
             with self.lock:
+                if not self.closed:
+                    self.clients.append(client)
+                early, self.early = self.early, None
+                for frame in early or ():
+                    client.offer(frame)
                 if self.closed:
                     client.offer(None)
                     continue
-                self.clients.append(client)
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: AttachClient) -> None:

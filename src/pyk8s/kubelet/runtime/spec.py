@@ -38,6 +38,7 @@ class SandboxView:
     shm_path: str
     cgroup_parent: str
     sysctls: dict[str, str] = field(default_factory=dict)
+    pid_ns_path: str = ""  # join this process namespace (another container's) instead of a new one
 
 
 def merge_args(config: ContainerConfig, image_cfg: dict[str, Any]) -> list[str]:
@@ -151,7 +152,9 @@ def build_spec(*, config: ContainerConfig, image_cfg: dict[str, Any], rootfs: st
         mounts.append({"destination": m.container_path, "type": "bind", "source": m.host_path, "options": _mount_opts(m)})
 
     namespaces: list[dict[str, str]] = [{"type": "mount"}]
-    if not sandbox.host_pid:
+    if sandbox.pid_ns_path:
+        namespaces.append({"type": "pid", "path": sandbox.pid_ns_path})
+    elif not sandbox.host_pid:
         namespaces.append({"type": "pid"})
     for kind, oci in (("net", "network"), ("ipc", "ipc"), ("uts", "uts")):
         if kind in sandbox.ns_paths:

@@ -104,27 +104,24 @@ class WSChannels:
     async def _read_loop(self) -> None:
         try:
             async for msg in self.ws:
+                # Upstream's kubelet reads every frame as bytes whatever its opcode, so a text frame carries
+                # a channel too (the official Python client sends stdin as text: '\x00' + data).
                 if msg.type == WSMsgType.BINARY:
                     data: bytes = msg.data
-                    if self.base64:
-                        continue  # the base64 protocols only carry text
                 elif msg.type == WSMsgType.TEXT:
-                    if not self.base64:
-                        continue
-                    text: str = msg.data
-                    if not text:
-                        continue
-                    ch = ord(text[0]) - ord("0")
+                    data = msg.data.encode()
+                else:
+                    continue
+                if self.base64 and data:
+                    ch = data[0] - ord("0")
                     if not 0 <= ch < CLOSE_SIGNAL:
                         continue
                     try:
-                        payload = base64.b64decode(text[1:], validate=False)
+                        payload = base64.b64decode(data[1:], validate=False)
                     except (binascii.Error, ValueError):
                         log.info("bad base64 frame on channel %d", ch)
                         continue
                     data = bytes([ch]) + payload
-                else:
-                    continue
                 if not data:
                     continue
                 ch, payload = data[0], data[1:]
