@@ -22,6 +22,8 @@ from ..storage import CompactedError, FutureRevisionError
 from . import tables
 from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
 from .codec import JSON_TYPES, decode_body, encode, media_type
+from .jsonwire import dumps as json_dumps
+from .jsonwire import go_escape
 from .negotiation import Output, output_for
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy
@@ -419,7 +421,7 @@ class ResourceHandler:
         if out.format == "json":
             # lists are the hot path: concatenate item encodings rather than building one big dict
             head = orjson.dumps({"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta})
-            body = head[:-1] + b',"items":[' + b",".join(orjson.dumps(o) for o in items) + b"]}"
+            body = go_escape(head[:-1] + b',"items":[' + b",".join(orjson.dumps(o) for o in items) + b"]}\n")
             return web.Response(body=body, headers={"Content-Type": "application/json"})
         lst = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": items}
         body, ct = encode(lst, out)
@@ -473,7 +475,7 @@ class ResourceHandler:
         except TooOldError as e:
             await resp.prepare(request)
             err = E.StatusError(410, "Expired", f"too old resource version: {e.requested} ({e.oldest})")
-            await resp.write(orjson.dumps({"type": "ERROR", "object": err.status()}) + b"\n")
+            await resp.write(json_dumps({"type": "ERROR", "object": err.status()}))
             return resp
         await resp.prepare(request)
         enc = _WatchEncoder(self, res, out, convert)
@@ -591,7 +593,7 @@ class _WatchEncoder:
         return obj
 
     def line(self, typ: str, obj: dict[str, Any]) -> bytes:
-        return orjson.dumps({"type": typ, "object": self._obj(obj)}) + b"\n"
+        return json_dumps({"type": typ, "object": self._obj(obj)})
 
     def event(self, typ: str, ce: Any) -> bytes:
         if typ == ce.type and not self.convert and not self.out.as_kind:
@@ -606,7 +608,7 @@ class _WatchEncoder:
         if self.out.as_kind == "Table":
             obj = {"kind": "Table", "apiVersion": f"meta.k8s.io/{self.out.version}", "metadata": md,
                    "columnDefinitions": None, "rows": None}
-        return orjson.dumps({"type": BOOKMARK, "object": obj}) + b"\n"
+        return json_dumps({"type": BOOKMARK, "object": obj})
 
 
 # Kinds whose PUT creates a missing object (upstream's AllowCreateOnUpdate).

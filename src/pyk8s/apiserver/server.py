@@ -32,6 +32,7 @@ from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response, warning_value
 from .http1 import FastRequest, HTTP1Protocol
+from .jsonwire import NEWLINE
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
 from .watchcache import CacheSet
@@ -539,12 +540,12 @@ class APIServer:
             g = self.discovery.api_group(info.group)
             if g is None:
                 raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
-            body, ct, etag = orjson.dumps(g), "application/json", ""
+            body, ct, etag = orjson.dumps(g, option=NEWLINE), "application/json", ""
         else:
             rl = self.discovery.resource_list(info.group, info.version)
             if rl is None:
                 raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
-            body, ct, etag = orjson.dumps(rl), "application/json", ""
+            body, ct, etag = orjson.dumps(rl, option=NEWLINE), "application/json", ""
         headers = {"Content-Type": ct, "Vary": "Accept"}
         if etag:
             headers["ETag"] = etag
