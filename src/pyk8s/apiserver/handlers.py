@@ -22,6 +22,7 @@ from ..storage import CompactedError, FutureRevisionError
 from . import tables
 from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
 from .codec import JSON_TYPES, decode_body, encode, media_type
+from .decode_errors import unrecognized_object
 from .jsonwire import dumps as json_dumps
 from .jsonwire import go_escape
 from .negotiation import Output, output_for
@@ -199,8 +200,11 @@ class ResourceHandler:
     # ---- read the body ------------------------------------------------------------------
     async def read_object(self, request: web.Request, res: Resource, ctx: RequestContext) -> dict[str, Any]:
         body = await request.read()
-        obj = decode_body(body, request.headers.get("Content-Type", "application/json"))
-        return self.check_object(obj, res, ctx)
+        try:
+            obj = decode_body(body, request.headers.get("Content-Type", "application/json"))
+            return self.check_object(obj, res, ctx)
+        except E.StatusError as e:
+            raise unrecognized_object(e, res.kind, body) from None
 
     def check_object(self, obj: Any, res: Resource, ctx: RequestContext) -> dict[str, Any]:
         if not isinstance(obj, dict):
