@@ -117,6 +117,11 @@ class ResourceHandler:
 
     # ---- entry --------------------------------------------------------------------------
     async def handle(self, request: web.Request, info: RequestInfo, res: Resource, ctx: RequestContext) -> web.StreamResponse:
+        if info.subresource == "proxy" and "proxy" in res.subresources and info.name:
+            # every method, any media type: forwarded to the node, service or pod
+            from . import resource_proxy
+
+            return await resource_proxy.handle(self, request, res, info.namespace if res.namespaced else None, info)
         q = request.query
         out = output_for(request.headers.get("Accept"))
         if out is None:
