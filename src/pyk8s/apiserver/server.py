@@ -66,6 +66,10 @@ class ServerConfig:
     tls: bool = True
     # requests without credentials are system:anonymous, authorized by RBAC (upstream's --anonymous-auth)
     anonymous_auth: bool = True
+    # --authorization-mode (authz_modes.py) and the admission plugins toggled on/off (admission_plugins.py)
+    authorization_modes: tuple[str, ...] = ("RBAC",)
+    admission_enable: frozenset[str] = frozenset()
+    admission_disable: frozenset[str] = frozenset()
     bookmark_interval: float = 60.0
     compaction_interval: float = 60.0
     compaction_window: float = 300.0
@@ -193,6 +197,9 @@ class APIServer:
         from . import admission
 
         self.allocator = admission.install(self.rest, cfg.service_cidr, cfg.cluster_cidr)
+        from .admission_plugins import apply as apply_admission_plugins
+
+        apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
         self._setup_security()
         from . import crds, flowcontrol
 
@@ -304,10 +311,32 @@ class APIServer:
             for obj in cache.list(None):
                 self.rbac.upsert(obj)
             cache.listeners.append(self._rbac_event)
-        self.authorizer = RBACAuthorizer(self.rbac)
+        self.authorizer = self._authorizer(RBACAuthorizer(self.rbac))
         from .rbac_escalation import EscalationCheck
 
         self.rest.mutating.append(EscalationCheck(self.authorizer).admit)
+
+    def _authorizer(self, rbac: Any) -> Any:
+        """RBAC alone, or the union of --authorization-mode's modes (authz_modes.py)."""
+        modes = list(self.config.authorization_modes)
+        if modes == ["RBAC"]:
+            return rbac
+        from .authz import bootstrap_policy
+        from .authz_modes import UnionAuthorizer
+        from .node_authorizer import NodeAuthorizer
+
+        node = None
+        if "Node" in modes:
+            assert self.caches is not None
+            pod_res = self.registry.get("", "v1", "pods")
+            assert pod_res is not None
+            pods = self.caches.caches[self.registry.storage_resource(pod_res).key_prefix()]
+            getter = _CacheGetter(self)
+            rules = next(r["rules"] for r in bootstrap_policy(False) if r["kind"] == "ClusterRole"
+                         and r["metadata"]["name"] == "system:node")
+            node = NodeAuthorizer(pods.list, lambda ns, name: getter._get("", "persistentvolumeclaims", ns, name),
+                                  rules)
+        return UnionAuthorizer(modes, rbac, node)
 
     def _rbac_event(self, ce: Any) -> None:
         if ce.type == "DELETED":
