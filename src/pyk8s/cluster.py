@@ -67,7 +67,8 @@ async def _default_service_account(client: Any, timeout: float = 10.0) -> None:
     log.warning("the default ServiceAccount was not created within %.0fs", timeout)
 
 
-def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list[str], verbosity: int) -> Any:
+def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list[str], verbosity: int,
+                       extra: tuple[str, ...] = ()) -> Any:
     """`pyk8s <command>` as a child of the server, with its own identity in <data-dir>/<conf>
     (kubeadm's names for them); a fresh certificate at every start."""
     import os
@@ -80,8 +81,9 @@ def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list
     path = os.path.join(os.path.abspath(server.config.data_dir), conf)
     cert_pem, key_pem = issue_client_cert(server.pki, cn, orgs)
     write_kubeconfig(path, server.url, server.pki.ca_cert_path.read_bytes(), cert_pem, key_pem, user=cn)
-    argv = [sys.executable, "-m", "pyk8s.cli", command, "--kubeconfig", path, "--v", str(verbosity)]
-    return ChildProcess(command, argv, f"pyk8s {command}: running".encode())
+    argv = [sys.executable, "-m", "pyk8s.cli", command, "--kubeconfig", path, "--v", str(verbosity), *extra]
+    return ChildProcess(command, argv, f"pyk8s {command}: running".encode(),
+                        identity=[command, "--kubeconfig", path])
 
 
 def scheduler_process(server: Any, verbosity: int = 0) -> Any:
@@ -91,7 +93,16 @@ def scheduler_process(server: Any, verbosity: int = 0) -> Any:
 def controller_manager_process(server: Any, verbosity: int = 0) -> Any:
     # the same identity as the in-process manager's (see start_components)
     return _component_process(server, "controller-manager", "controller-manager.conf",
-                              "system:kube-controller-manager", ["system:masters"], verbosity)
+                              "system:kube-controller-manager", ["system:masters"], verbosity,
+                              ("--cluster-signing-cert-file", str(server.pki.ca_cert_path),
+                               "--cluster-signing-key-file", str(server.pki.ca_key_path)))
+
+
+def cluster_signing_options(server: Any) -> dict[str, Any]:
+    """The CA (data dir's pki/ca.crt and its 0600 key) the csrsigning controller signs with, as
+    kubeadm points kube-controller-manager's --cluster-signing-*-file flags at it."""
+    return {"cluster_signing_cert_file": str(server.pki.ca_cert_path),
+            "cluster_signing_key_file": str(server.pki.ca_key_path)}
 
 
 async def start_components(server: Any, args: Any) -> list[Any]:
@@ -114,7 +125,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         # per-controller roles are not in our bootstrap policy yet), so the manager acts with full access.
         client = component_client(server, "system:kube-controller-manager", ["system:masters"],
                                   "kube-controller-manager/pyk8s")
-        cm = ControllerManager(client, root_ca=server.pki.ca_cert_path.read_bytes())
+        cm = ControllerManager(client, root_ca=server.pki.ca_cert_path.read_bytes(),
+                               options=cluster_signing_options(server))
         await cm.start()
         started.append(cm)
         await _default_service_account(client)

@@ -54,3 +54,20 @@ def test_every_controller_has_its_upstream_name():
 
     assert set(KNOWN) == set(CANONICAL)
     assert all(name.endswith("-controller") for name in CANONICAL.values())
+
+
+def test_signing_files_come_in_pairs_and_must_read(tmp_path):
+    """--cluster-signing-cert-file/--cluster-signing-key-file: both or neither, and readable PEM (the
+    controller manager refuses to start otherwise, as kube-controller-manager does)."""
+    from pyk8s.controllers.csrsigning import load_signing_ca
+
+    base = dict(leader_elect=False)
+    assert validate(argparse.Namespace(**base, cluster_signing_cert_file="ca.crt", cluster_signing_key_file=None)) == (
+        "cannot specify --cluster-signing-cert-file without --cluster-signing-key-file or the other way around")
+    assert validate(argparse.Namespace(**base, cluster_signing_cert_file="a", cluster_signing_key_file="b")) is None
+    not_pem = tmp_path / "x.pem"
+    not_pem.write_text("hello")
+    with pytest.raises(ValueError, match="error reading CA cert file"):
+        load_signing_ca(str(not_pem), str(not_pem))
+    with pytest.raises(OSError):
+        load_signing_ca(str(tmp_path / "missing"), str(not_pem))

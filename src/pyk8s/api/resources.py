@@ -47,6 +47,8 @@ class Resource:
     virtual: bool = False
     # for custom resources: the CRD object that defines it
     crd: dict | None = None
+    # a CRD version marked deprecated: the Warning header every request to it gets
+    deprecation_warning: str = ""
 
     def __post_init__(self) -> None:
         if not self.singular:

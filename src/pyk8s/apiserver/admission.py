@@ -139,8 +139,12 @@ class ServiceAllocator:
     def __init__(self, service_cidr: str = "10.96.0.0/12", node_port_range: tuple[int, int] = (30000, 32767)) -> None:
         self.net = ipaddress.ip_network(service_cidr)
         self.port_lo, self.port_hi = node_port_range
+        # values handed out by a create still in flight; once the cache shows the write (or a delete),
+        # the cache is the truth again, so a deleted Service's IP and ports are free at once (as upstream's
+        # allocator releases them in the delete)
         self._pending_ips: dict[str, float] = {}
         self._pending_ports: dict[int, float] = {}
+        self._following = False
 
     @property
     def kubernetes_ip(self) -> str:
@@ -165,32 +169,51 @@ class ServiceAllocator:
                 ports.add(int(sp["healthCheckNodePort"]))
         return ips, ports
 
-    def allocate_ip(self, used: set[str]) -> str:
+    def _settled(self, ce: Any) -> None:
+        """Cache listener: a Service written or deleted no longer holds anything pending."""
+        for obj in (ce.obj, ce.prev):
+            sp = (obj or {}).get("spec") or {}
+            for ip in sp.get("clusterIPs") or ([sp["clusterIP"]] if sp.get("clusterIP") else []):
+                self._pending_ips.pop(ip, None)
+            for p in sp.get("ports") or []:
+                if p.get("nodePort"):
+                    self._pending_ports.pop(int(p["nodePort"]), None)
+            if sp.get("healthCheckNodePort"):
+                self._pending_ports.pop(int(sp["healthCheckNodePort"]), None)
+
+    def allocate_ip(self, used: set[str], hold: bool = True) -> str:
+        """A free ClusterIP, held for a while unless hold is False (a dry run: upstream's dry-run
+        allocator reports a free address and reserves nothing)."""
         size = self.net.num_addresses
         # upstream reserves the lower band for static IPs and prefers the upper band for dynamic ones
         lo = max(2, min(size // 16, 256) if size > 64 else 2)
         for _ in range(64):
             ip = str(self.net.network_address + random.randrange(lo, size - 1))
             if ip not in used:
-                self._pending_ips[ip] = time.monotonic()
+                if hold:
+                    self._pending_ips[ip] = time.monotonic()
                 return ip
         for i in range(1, size - 1):
             ip = str(self.net.network_address + i)
             if ip not in used:
-                self._pending_ips[ip] = time.monotonic()
+                if hold:
+                    self._pending_ips[ip] = time.monotonic()
                 return ip
         raise E.new_internal_error("failed to allocate a serviceIP: range is full")
 
-    def allocate_port(self, used: set[int]) -> int:
+    def allocate_port(self, used: set[int], hold: bool = True) -> int:
+        """A free NodePort, added to used; held for a while unless hold is False (a dry run)."""
         for _ in range(64):
             p = random.randint(self.port_lo, self.port_hi)
             if p not in used:
-                self._pending_ports[p] = time.monotonic()
+                if hold:
+                    self._pending_ports[p] = time.monotonic()
                 used.add(p)
                 return p
         for p in range(self.port_lo, self.port_hi + 1):
             if p not in used:
-                self._pending_ports[p] = time.monotonic()
+                if hold:
+                    self._pending_ports[p] = time.monotonic()
                 used.add(p)
                 return p
         raise E.new_internal_error("failed to allocate a nodePort: range is full")
@@ -201,6 +224,9 @@ class ServiceAllocator:
             return
         spec = svc.setdefault("spec", {})
         cache = await rest.cache_for(res)
+        if not self._following:
+            cache.listeners.append(self._settled)
+            self._following = True
         others = [s for s in cache.list(None)
                   if old is None or s["metadata"].get("uid") != old["metadata"].get("uid")]
         used_ips, used_ports = self._used(others)
@@ -230,7 +256,7 @@ class ServiceAllocator:
         else:
             cip = spec.get("clusterIP") or (spec.get("clusterIPs") or [None])[0]
             if cip in (None, ""):
-                cip = self.allocate_ip(used_ips)
+                cip = self.allocate_ip(used_ips, hold=not ctx.dry_run)
             elif cip != "None":
                 try:
                     addr = ipaddress.ip_address(cip)
@@ -264,7 +290,7 @@ class ServiceAllocator:
                     mine.add(int(np))
             for p in spec.get("ports") or []:
                 if not p.get("nodePort"):
-                    p["nodePort"] = self.allocate_port(used_ports | mine)
+                    p["nodePort"] = self.allocate_port(used_ports | mine, hold=not ctx.dry_run)
                     mine.add(p["nodePort"])
         else:
             for p in spec.get("ports") or []:
@@ -305,9 +331,11 @@ class NodeCIDRAllocator:
         if self._taken is None:
             cache = await rest.cache_for(res)
             self._taken = {c for n in cache.list(None) if (c := (n.get("spec") or {}).get("podCIDR"))}
+        hold = not ctx.dry_run  # a dry run reports a free subnet and takes none
         if spec.get("podCIDR"):
             spec.setdefault("podCIDRs", [spec["podCIDR"]])
-            self._taken.add(spec["podCIDR"])
+            if hold:
+                self._taken.add(spec["podCIDR"])
             return
         if self._exhausted or self.mask < self.net.prefixlen:
             return
@@ -315,9 +343,10 @@ class NodeCIDRAllocator:
             i = (self._cursor + step) % self._count
             s = self._nth(i)
             if s not in self._taken:
-                self._cursor = i + 1
-                self._taken.add(s)
-                self._pending[s] = time.monotonic()
+                if hold:
+                    self._cursor = i + 1
+                    self._taken.add(s)
+                    self._pending[s] = time.monotonic()
                 spec["podCIDR"] = s
                 spec["podCIDRs"] = [s]
                 return

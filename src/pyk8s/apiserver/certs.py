@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ..datadir import ensure_private_dir, ensure_private_file
+from .tls_client_ca import set_client_ca_list
 
 __all__ = [
     "Pki",
@@ -540,6 +541,7 @@ def ssl_server_context(pki: Pki) -> ssl.SSLContext:
     ctx.load_cert_chain(str(pki.serving_cert_path), str(pki.serving_key_path))
     ctx.load_verify_locations(cafile=str(pki.ca_cert_path))
     ctx.verify_mode = ssl.CERT_OPTIONAL
+    set_client_ca_list(ctx, str(pki.ca_cert_path))  # as Go's ClientCAs: the CertificateRequest names the CA
     return ctx
 
 

@@ -104,6 +104,7 @@ class CRDManager:
                 categories=list(names.get("categories") or []),
                 singular=names.get("singular") or names["kind"].lower(),
                 subresources=subs, storage_version=storage, preferred=(i == 0), crd=crd,
+                deprecation_warning=_deprecation_warning(v, spec) if v.get("deprecated") else "",
             )
             self.registry.add(r)
             served.append((group, v["name"], names["plural"]))
@@ -262,6 +263,21 @@ class CRDManager:
         except E.StatusError as e:
             if e.code != 404:
                 raise
+
+
+def _deprecation_warning(v: dict[str, Any], spec: dict[str, Any]) -> str:
+    """The version's deprecationWarning, or upstream's default: it is deprecated, and the newest
+    served version that is not (and is newer than it) is the one to use."""
+    if v.get("deprecationWarning") is not None:
+        return str(v["deprecationWarning"])
+    group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
+    msg = f"{group}/{v['name']} {kind} is deprecated"
+    mine = _version_priority(v["name"])
+    newer = [o["name"] for o in spec.get("versions") or []
+             if o.get("served", True) and not o.get("deprecated") and _version_priority(o["name"]) > mine]
+    if newer:
+        msg += f"; use {group}/{max(newer, key=_version_priority)} {kind}"
+    return msg
 
 
 def _version_priority(v: str) -> tuple[int, int, int]:

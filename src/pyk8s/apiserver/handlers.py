@@ -19,7 +19,7 @@ from aiohttp import web
 from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import CompactedError, FutureRevisionError
-from . import tables
+from . import dryrun, tables
 from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
 from .codec import JSON_TYPES, decode_body, encode, media_type
 from .decode_errors import unrecognized_object
@@ -29,6 +29,7 @@ from .negotiation import Output, output_for
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy
 from .selectors import build_predicate
+from .warning_headers import add_warnings
 from .watchcache import ADDED, BOOKMARK, TooOldError
 
 __all__ = ["ResourceHandler"]
@@ -71,11 +72,6 @@ DEFAULT_LIST_LIMIT_CACHE = 0
 
 def _bool(v: str | None) -> bool:
     return v is not None and v.lower() in ("1", "true", "yes")
-
-
-def warning_value(text: str) -> str:
-    """A Warning header value as upstream writes it: code 299, agent "-", quoted text with escapes."""
-    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def status_response(err: E.StatusError, out: Output | None = None) -> web.Response:
@@ -149,8 +145,7 @@ class ResourceHandler:
                 obj = tables.table_for(obj["items"], res, out, obj["metadata"], include_object=q.get("includeObject"))
             body, ct = encode(obj, out)
             resp = web.Response(body=body, headers={"Content-Type": ct})
-            for w in warnings:
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp.headers, warnings)
             return resp
         if m == "GET":
             if not info.name:
@@ -198,8 +193,7 @@ class ResourceHandler:
         resp = web.Response(body=body, status=status)
         resp.headers["Content-Type"] = ct
         if warnings:
-            for w in warnings:
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp.headers, warnings)
         return resp
 
     # ---- read the body ------------------------------------------------------------------
@@ -327,6 +321,7 @@ class ResourceHandler:
         if "delete" not in res.verbs:
             raise E.new_method_not_supported(res.resource, "delete", res.group)
         opts = await self._delete_options(request)
+        dryrun.from_delete_options(opts, ctx)
         obj, deleted_now = await self.rest.delete(self.registry.storage_resource(res), ns, name, opts, ctx)
         status = 200 if deleted_now else 202 if obj.get("metadata", {}).get("deletionTimestamp") and not deleted_now else 200
         if status == 202 and res.group_kind == ("", "Pod"):
@@ -339,6 +334,7 @@ class ResourceHandler:
             raise E.new_method_not_supported(res.resource, "deletecollection", res.group)
         q = request.query
         opts = await self._delete_options(request)
+        dryrun.from_delete_options(opts, ctx)
         pred = build_predicate(res.group_kind, q.get("labelSelector", ""), q.get("fieldSelector", ""))
         cache = await self.rest.cache_for(res)
         items = [o for o in cache.list(ns) if pred is None or pred(o)]
@@ -473,6 +469,8 @@ class ResourceHandler:
         resp = web.StreamResponse(status=200)
         resp.headers["Content-Type"] = out.content_type
         resp.headers["Cache-Control"] = "no-cache, private"
+        ctx = request.get("pyk8s.ctx")
+        add_warnings(resp.headers, ctx.warnings if ctx is not None else ())  # e.g. a deprecated CRD version's
         resp.enable_chunked_encoding()
         resp.headers.update(request.get(PF_HEADERS) or {})  # API Priority and Fairness' classification
         try:

@@ -28,6 +28,7 @@ from multidict import CIMultiDict, CIMultiDictProxy, MultiDictProxy
 from yarl import URL
 
 from ..api import errors as E
+from . import commit_answer
 from .handlers import status_response
 
 log = logging.getLogger("pyk8s.apiserver.http")
@@ -141,7 +142,9 @@ def serialize(resp: web.StreamResponse, keep_alive: bool) -> bytes:
         if lk in ("content-length", "connection", "date", "transfer-encoding"):
             continue
         has_ct = has_ct or lk == "content-type"
-        head.append(f"{k}: {v}\r\n".encode("latin-1"))
+        if "\n" in v or "\r" in v:  # (as aiohttp refuses them: they would split the response)
+            raise ValueError(f"newline in the value of header {k}")
+        head.append(f"{k}: {v}\r\n".encode())  # UTF-8, as Go writes a header's bytes (and aiohttp does)
     if status >= 200 and status not in (204, 304):
         if body and not has_ct:
             head.append(b"Content-Type: application/octet-stream\r\n")
@@ -159,7 +162,7 @@ class HTTP1Protocol(asyncio.Protocol):
     """One client connection: plain requests answered here, in order; the rest handed to aiohttp."""
 
     __slots__ = ("entry", "app", "fallback", "conns", "max_body", "transport", "buf", "busy", "closed", "task",
-                 "last_active", "paused", "peer_cert")
+                 "last_active", "paused", "peer_cert", "draining")
 
     def __init__(self, entry: Callable[[Any], Awaitable[web.StreamResponse]], app: web.Application,
                  fallback: Callable[[], asyncio.Protocol], conns: set[HTTP1Protocol], max_body: int) -> None:
@@ -176,6 +179,7 @@ class HTTP1Protocol(asyncio.Protocol):
         self.busy = False
         self.closed = False
         self.task: asyncio.Task[None] | None = None
+        self.draining = False  # the server shuts down (shutdown.py): answer what runs, start nothing
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -218,6 +222,9 @@ class HTTP1Protocol(asyncio.Protocol):
             return
         if end > _MAX_HEAD:
             self._hand_off()
+            return
+        if self.draining:
+            self._refuse_draining()
             return
         try:
             lines = bytes(buf[:end]).decode("ascii").split("\r\n")
@@ -266,14 +273,20 @@ class HTTP1Protocol(asyncio.Protocol):
     async def _serve(self, req: FastRequest, keep_alive: bool) -> None:
         try:
             resp = await self.entry(req)
+            if self.draining:
+                keep_alive = False  # the server shuts down (since or during this request): the last answer
             data = serialize(resp, keep_alive)
         except asyncio.CancelledError:
             raise
         except Exception:  # the entry point answers errors itself; this is a bug: end the connection
-            log.exception("internal error serving %s %s", req.method, req.path_qs)
-            keep_alive = False
-            data = (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n"
-                    b"Date: " + _Date.get() + b"\r\n\r\n")
+            stored = commit_answer.after_failure(req, "serialising")  # unless a write was stored: say so
+            if stored is not None:
+                data = serialize(stored, keep_alive)
+            else:
+                log.exception("internal error serving %s %s", req.method, req.path_qs)
+                keep_alive = False
+                data = (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n"
+                        b"Date: " + _Date.get() + b"\r\n\r\n")
         finally:
             self.task = None
         t = self.transport
@@ -317,6 +330,38 @@ class HTTP1Protocol(asyncio.Protocol):
         proto.connection_made(t)
         if data:
             proto.data_received(data)
+
+    def _refuse_draining(self) -> None:
+        """A request that arrived after the server began to shut down: not started, 429 (retry)."""
+        from .shutdown import retry_after_response
+
+        self.busy = True
+        self.buf = bytearray()
+        assert self.transport is not None
+        self.transport.write(serialize(retry_after_response(), keep_alive=False))
+        self.transport.close()
+
+    def drain(self, idle_grace: float) -> None:
+        """The server shuts down: the request in flight is answered last; an idle connection is
+        closed once idle for `idle_grace` (a request on its way then gets 429, not a reset).
+        Idle counts from the first call at the earliest: bytes that came while the loop was busy
+        are only read once it runs again."""
+        if not self.draining:
+            self.draining = True
+            self.last_active = time.monotonic()
+        t = self.transport
+        if self.busy or t is None or t.is_closing():
+            return
+        if self.buf:
+            self._next()  # a request whose head came whole is refused, its body unread
+            if self.busy:
+                return
+        if time.monotonic() - self.last_active >= idle_grace:
+            t.close()  # idle, or a head that did not come whole within the grace
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
 
     def close_idle(self) -> None:
         if not self.busy and self.transport is not None:

@@ -8,6 +8,7 @@ from aiohttp import web
 
 from ..api import errors as E
 from ..api.resources import Resource
+from . import typemeta
 from .codec import decode_body
 from .decode_errors import strategic_patch_invalid
 from .objectmeta import now_rfc3339
@@ -59,6 +60,10 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
     def apply_patch(cur: dict[str, Any] | None) -> dict[str, Any]:
         cur_ext = h.from_storage(res, cur) if cur is not None else None
         if ct == APPLY:
+            av = patch_doc.get("apiVersion")
+            if av and av != res.api_version:  # as upstream's structured merge manager
+                raise E.new_bad_request("Incorrect version specified in apply patch. "
+                                        f"Specified patch version: {av}, expected: {res.api_version}")
             applied = h.check_object(deep_copy(patch_doc), res, ctx)
             schema = _crd_schema(res)
             new = P.server_side_apply(cur_ext, applied, ctx.field_manager, force, res.api_version, now_rfc3339(),
@@ -81,6 +86,7 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
                                                     in_place=True)
             if not isinstance(new, dict):
                 raise E.new_bad_request("patch produced a non-object")
+            new = typemeta.after_patch(h.registry, res, new, strategic=ct == STRATEGIC)
             try:
                 h.check_fields(new, res, ctx)
             except E.StatusError as e:
@@ -99,6 +105,7 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
     share = ct != APPLY and h._storage_api_version(res) == res.api_version
     obj, created = await h.rest.update(h.registry.storage_resource(res), ns, name, apply_patch, ctx_apply, subresource=sub,
                                        allow_create=(ct == APPLY), retry_on_conflict=True, share=share)
+    ctx.committed = ctx_apply.committed  # (apply wrote under its own context)
     return obj, created
 
 

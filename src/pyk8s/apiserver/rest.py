@@ -17,7 +17,7 @@ import orjson
 from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import ConflictError, KeyExistsError, KeyNotFoundError, KeyValue, Store, StoreError
-from . import kindhooks, strategies
+from . import kindhooks, namespace_lifecycle, strategies, typemeta
 from .objectmeta import GENERATION_KINDS, generate_name, new_uid, now_rfc3339, spec_changed, strip_for_compare
 from .watchcache import CacheSet, ResourceCache, decode
 
@@ -58,6 +58,8 @@ class RequestContext:
     user_agent: str = ""
     subresource: str = ""
     verb: str = ""  # the request's authorization verb ("create" for a POST): what upstream's RequestInfo says
+    # (stored object, status code) once the store acknowledged a write: see commit_answer
+    committed: tuple[dict[str, Any], int] | None = None
 
 
 # Admission plug-ins: (resource, operation, new, old, ctx) -> None; raise StatusError to refuse.
@@ -163,10 +165,13 @@ class RestStorage:
             if hasattr(r, "__await__"):
                 await r
 
-    async def _write(self, key: str, obj: dict[str, Any], share: bool, expected: int | None) -> KeyValue:
+    async def _write(self, res: Resource, key: str, obj: dict[str, Any], share: bool,
+                     expected: int | None) -> KeyValue:
         """Encode obj and store it: a create when expected is None, else an update over that
         revision. With share the watch cache keeps obj itself rather than decode the stored bytes
-        (obj must hold no resourceVersion: decode puts it last)."""
+        (obj must hold no resourceVersion: decode puts it last). Every write passes here: nothing
+        is stored with a kind or apiVersion other than its storage resource's."""
+        typemeta.check_storable(self.registry, res, obj)
         data = encode_for_store(obj)
         if share:
             self.caches.hand_over(key, data, obj)
@@ -183,6 +188,7 @@ class RestStorage:
                      *, share: bool = False) -> dict[str, Any]:
         """share: obj holds only what orjson.loads gives (it round-trips through JSON unchanged), and the
         caller will not change the result: the watch cache may then keep it rather than decode it again."""
+        ctx.committed = None  # (a request's earlier write does not stand for this one)
         gk = res.group_kind
         md = obj.setdefault("metadata", {})
         if md is None:
@@ -225,13 +231,14 @@ class RestStorage:
         await self._admit(self.validating, res, "CREATE", obj, None, ctx)
         self._record_managers(obj, None, ctx, res)
         if ctx.dry_run:
+            typemeta.check_storable(self.registry, res, obj)  # as _write would
             return obj
         for attempt in range(8):
             key = res.key(namespace, md["name"])
             # (a resourceVersion in the object would sit elsewhere than decode puts it)
             handed = share and "resourceVersion" not in md
             try:
-                kv = await self._write(key, obj, handed, None)
+                kv = await self._write(res, key, obj, handed, None)
             except KeyExistsError:
                 if generated and attempt < 7:
                     md["name"] = generate_name(md["generateName"])
@@ -240,6 +247,7 @@ class RestStorage:
             except StoreError as e:
                 raise E.new_internal_error(e) from None
             md["resourceVersion"] = str(kv.mod_revision)
+            ctx.committed = (obj, 201)
             return obj
         raise AssertionError("unreachable")
 
@@ -265,6 +273,7 @@ class RestStorage:
         share: as for create, the new object holds only plain JSON values and the caller will not
         change the result, so the watch cache may keep it rather than decode the write again.
         """
+        ctx.committed = None
         gk = res.group_kind
         for _ in range(20):
             cur = await self.get_current(res, namespace, name)
@@ -308,7 +317,9 @@ class RestStorage:
                 fn = kindhooks.DEFAULTERS.get(gk)
                 if fn is not None:
                     fn(new)
-            if (gk in GENERATION_KINDS or res.crd is not None) and not subresource and spec_changed(new, old):
+            # a /scale write goes through the main resource's strategy upstream, so it bumps the generation too
+            if (gk in GENERATION_KINDS or res.crd is not None) and subresource in (None, "", "scale") \
+                    and spec_changed(new, old):
                 nmd["generation"] = int(omd.get("generation") or 1) + 1
             await self._admit(self.mutating, res, "UPDATE", new, old, ctx)
             # binding sets spec.nodeName, which a pod update may not: upstream's BindingREST skips update validation
@@ -335,15 +346,17 @@ class RestStorage:
                 except KeyNotFoundError:
                     raise self._not_found(res, name) from None
                 nmd["resourceVersion"] = str(kv.mod_revision)
+                ctx.committed = (new, 200)
                 return new, False
             if ctx.dry_run:
+                typemeta.check_storable(self.registry, res, new)  # as _write would
                 return new, False
             key = res.key(namespace, name)
             if share:
                 # the cache's decode puts resourceVersion last in metadata: so does the write's own object
                 nmd.pop("resourceVersion", None)
             try:
-                kv = await self._write(key, new, share, int(omd["resourceVersion"]))
+                kv = await self._write(res, key, new, share, int(omd["resourceVersion"]))
             except ConflictError:
                 if retry_on_conflict or precondition_rv is None and not rv:
                     continue
@@ -353,6 +366,7 @@ class RestStorage:
             except StoreError as e:
                 raise E.new_internal_error(e) from None
             nmd["resourceVersion"] = str(kv.mod_revision)
+            ctx.committed = (new, 200)
             return new, False
         raise E.new_conflict(res.resource, name, E.OBJECT_MODIFIED, res.group)
 
@@ -361,6 +375,8 @@ class RestStorage:
         self, res: Resource, namespace: str | None, name: str, options: dict[str, Any], ctx: RequestContext
     ) -> tuple[dict[str, Any], bool]:
         """Returns (object, deleted_now). Graceful deletion and finalizers keep the object for now."""
+        namespace_lifecycle.admit_delete(res, name)
+        ctx.committed = None
         for _ in range(20):
             cur = await self.get_current(res, namespace, name)
             if cur is None:
@@ -391,12 +407,13 @@ class RestStorage:
                 key = res.key(namespace, name)
                 new["metadata"].pop("resourceVersion", None)
                 try:
-                    kv = await self._write(key, new, True, int(md["resourceVersion"]))
+                    kv = await self._write(res, key, new, True, int(md["resourceVersion"]))
                 except ConflictError:
                     continue
                 except KeyNotFoundError:
                     raise self._not_found(res, name) from None
                 new["metadata"]["resourceVersion"] = str(kv.mod_revision)
+                ctx.committed = (new, 200)
                 return new, False
             if ctx.dry_run:
                 return cur, True
@@ -408,6 +425,7 @@ class RestStorage:
                 raise self._not_found(res, name) from None
             out = dict(cur)
             out["metadata"] = dict(md, resourceVersion=str(kv.mod_revision))
+            ctx.committed = (out, 200)
             return out, True
         raise E.new_conflict(res.resource, name, E.OBJECT_MODIFIED, res.group)
 

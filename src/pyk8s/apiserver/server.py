@@ -25,16 +25,18 @@ from ..api import errors as E
 from ..api.resources import Registry, builtin_registry
 from ..datadir import ensure_private_dir
 from ..storage import Store, open_store
-from . import appkeys, impersonation
+from . import appkeys, commit_answer, impersonation, shutdown
 from .audit import AuditOptions, on_response_prepare, record_authorization, set_audit_id_header
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
-from .handlers import ResourceHandler, status_response, warning_value
+from .handlers import ResourceHandler, status_response
 from .http1 import FastRequest, HTTP1Protocol
 from .jsonwire import NEWLINE
+from .pretty import pretty_printing
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
+from .warning_headers import add_warnings, warning_value
 from .watchcache import CacheSet
 
 log = logging.getLogger("pyk8s.apiserver")
@@ -140,6 +142,9 @@ class APIServer:
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
         self._conns: set[HTTP1Protocol] = set()  # connections http1.py answers (not handed to aiohttp)
+        # shutting down (shutdown.py): watches are refused once `stopping`, every request once `draining`
+        self.stopping = False
+        self.draining = False
         self._tasks: list[asyncio.Task[Any]] = []
         self.pki: Any = None
         self.authenticator: Any = None
@@ -207,21 +212,27 @@ class APIServer:
 
         self.crds = crds.CRDManager(self)
         await self.crds.start()
+        from . import typemeta
+
+        # rows an earlier version stored with a foreign kind, custom resources' included
+        await typemeta.repair_stored(self.registry, self.rest)
         self.app = self._build_app()
         if self.audit is not None:
             self.audit.open()
         from . import kubelet_proxy
 
         self.app[appkeys.KUBELET_PROXY] = kubelet_proxy.make(self)
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=shutdown.HANDED_OFF_GRACE)
         await self._runner.setup()
         ssl_ctx = self._ssl_context() if cfg.tls else None
         fallback = self._runner.server
         assert fallback is not None
         app, conns = self.app, self._conns
+        serve = pretty_printing(self._entry)
 
         def protocol() -> HTTP1Protocol:
-            return HTTP1Protocol(self._entry, app, fallback, conns, MAX_REQUEST_BYTES)
+            return HTTP1Protocol(serve, app, fallback, conns, MAX_REQUEST_BYTES)
 
         self._listener = await asyncio.get_running_loop().create_server(
             protocol, cfg.bind_address, cfg.port, ssl=ssl_ctx, backlog=1024, reuse_address=True,
@@ -255,7 +266,14 @@ class APIServer:
         if self._listener is not None:
             self._listener.close()  # the listening socket only: open connections are served to the end
 
+    def begin_shutdown(self) -> None:
+        """SIGTERM: watches end now and no new one starts (plain requests are served until stop())."""
+        shutdown.end_watches(self)
+
     async def stop(self) -> None:
+        if self._runner is not None:
+            # first, as upstream: no new requests, watches end, the requests in flight are answered
+            await shutdown.drain(self)
         for part in reversed(self._ha):
             await part.stop()
         for t in self._tasks:
@@ -268,19 +286,7 @@ class APIServer:
         if self.crds is not None:
             await self.crds.stop()
         if self._runner is not None:
-            # close watches first: shutdown waits for open requests otherwise
-            if self.caches:
-                for c in self.caches.caches.values():
-                    for w in list(c.watchers):
-                        w.close("server shutting down")
-            if self._listener is not None:
-                self._listener.close()
-            for _ in range(50):  # requests in progress get up to 5 s to be answered
-                for conn in list(self._conns):
-                    conn.close_idle()
-                if not self._conns:
-                    break
-                await asyncio.sleep(0.1)
+            shutdown.close_watches(self.caches)  # any that began while the others were drained
             await self._runner.cleanup()  # the connections handed to aiohttp
         if self.store is not None:
             await self.store.close()
@@ -315,6 +321,11 @@ class APIServer:
         from .rbac_escalation import EscalationCheck
 
         self.rest.mutating.append(EscalationCheck(self.authorizer).admit)
+        from .csr_admission import CSRAdmission
+
+        csr = CSRAdmission(self.authorizer)  # CSR strategy (requester's identity, approval) and its admission
+        self.rest.mutating.insert(0, csr.prepare)
+        self.rest.validating.append(csr.validate)
 
     def _authorizer(self, rbac: Any) -> Any:
         """RBAC alone, or the union of --authorization-mode's modes (authz_modes.py)."""
@@ -401,7 +412,7 @@ class APIServer:
         app[appkeys.AUTHORIZER] = self.authorizer
         app[appkeys.API_AUDIENCE] = "https://kubernetes.default.svc.cluster.local"
         app[appkeys.TOKEN_SIGNER] = self.sign_token
-        app.router.add_route("*", "/{tail:.*}", self._entry)
+        app.router.add_route("*", "/{tail:.*}", pretty_printing(self._entry))
         app.on_response_prepare.append(on_response_prepare)  # Audit-Id and ResponseStarted of streams
         return app
 
@@ -420,6 +431,8 @@ class APIServer:
             return None
 
     async def _entry(self, request: web.Request) -> web.StreamResponse:
+        if self.stopping and (self.draining or shutdown.is_watch(request)):
+            return shutdown.retry_after_response()
         if self.audit is not None:
             return await self.audit.serve(request, self._serve_request)
         resp = await self._serve_request(request)
@@ -444,11 +457,12 @@ class APIServer:
                     user = as_user
             return await self._route(request, path, user)
         except E.StatusError as e:
+            if e.code >= 500 and (stored := commit_answer.after_failure(request, "the handler")) is not None:
+                return stored
             resp = status_response(e)
             # warnings gathered before the failure still reach the client, as upstream's do
             ctx = request.get("pyk8s.ctx")
-            for w in (ctx.warnings if ctx is not None else ()):
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp.headers, ctx.warnings if ctx is not None else ())
             return resp
         except asyncio.CancelledError:
             raise
@@ -457,6 +471,8 @@ class APIServer:
         except web.HTTPRequestEntityTooLarge:  # aiohttp's own read limit, on chunked bodies
             return status_response(E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}"))
         except Exception as e:
+            if (stored := commit_answer.after_failure(request, "the handler")) is not None:
+                return stored
             log.exception("internal error serving %s %s", request.method, request.path_qs)
             if self.audit is not None:
                 self.audit.panicked(request, e)
@@ -551,11 +567,17 @@ class APIServer:
             raise E.new_bad_request(f"fieldValidation: Invalid value: {ctx.field_validation!r}: must be one of "
                                     "Ignore, Warn, or Strict".replace("'", '"'))
         assert self.handler is not None
+        if res.deprecation_warning:  # a deprecated CRD version, as upstream's crdHandler: errors warn too
+            ctx.warnings.append(res.deprecation_warning)
         resp = await self.handler.handle(request, info, res, ctx)
         if res.deprecated_replacement and not resp.prepared:
             from ..api.conversion import deprecation_warning
 
             resp.headers.add("Warning", warning_value(deprecation_warning(res.group, res.version, res.kind)))
+        elif res.deprecation_warning and not resp.prepared:
+            w = warning_value(res.deprecation_warning)
+            if w not in resp.headers.getall("Warning", ()):  # writes carry ctx.warnings already
+                resp.headers.add("Warning", w)
         return resp
 
     def _discovery(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:

@@ -212,6 +212,11 @@ async def bind(h: Any, ns: str | None, name: str, binding: dict[str, Any], ctx: 
 
 async def evict(h: Any, ns: str | None, name: str, eviction: dict[str, Any], ctx: RequestContext) -> dict[str, Any]:
     """The eviction subresource: delete a pod unless a PodDisruptionBudget forbids it (429)."""
+    from . import dryrun
+
+    opts = dict(eviction.get("deleteOptions") or {})
+    # (kubectl drain --dry-run=server says so here): the budget is checked, and neither it nor the pod written
+    dryrun.from_delete_options(opts, ctx)
     pods = h.registry.get("", "v1", "pods")
     pod = await h.rest.get(pods, ns, name)
     phase = (pod.get("status") or {}).get("phase")
@@ -255,7 +260,6 @@ async def evict(h: Any, ns: str | None, name: str, eviction: dict[str, Any], ctx
 
             await h.rest.update(pdbs_res, ns, pdb["metadata"]["name"], dec, ctx, subresource="status",
                                 retry_on_conflict=True)
-    opts = dict(eviction.get("deleteOptions") or {})
     await h.rest.delete(pods, ns, name, opts, ctx)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 

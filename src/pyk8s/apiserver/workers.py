@@ -7,7 +7,7 @@ embedded store on `<data-dir>/store.sock` (storage/remote.py) and starts N
 new connections over them), then stops accepting connections itself. Workers run the whole
 request path; the main process writes the database, bootstraps, compacts and runs the
 controllers, scheduler and kubelet (their requests go to the workers like anyone's).
-Workers die with the main process (PR_SET_PDEATHSIG) and are restarted if they exit.
+Workers die with the main process (supervisor.py) and are restarted if they exit.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
     """The command line of one worker: the main server's listening and cluster settings."""
     cfg = server.config
     argv = [sys.executable, "-m", "pyk8s.cli", "server", "--api-worker",
-            "--data-dir", cfg.data_dir, "--bind-address", cfg.bind_address, "--port", str(server.port),
+            "--data-dir", os.path.abspath(cfg.data_dir), "--bind-address", cfg.bind_address, "--port", str(server.port),
             "--datastore-endpoint", f"unix://{socket_path}",
             "--advertise-address", server.advertise_address,
             "--service-cluster-ip-range", cfg.service_cidr, "--cluster-cidr", cfg.cluster_cidr,
@@ -71,7 +71,8 @@ class APIWorkers:
         await self.store_server.start()
         argv = worker_argv(self.server, self.args, self.socket_path)
         for i in range(self.count):
-            child = ChildProcess(f"API worker {i + 1}", argv, b"pyk8s api worker ready", env=self._env(i))
+            child = ChildProcess(f"API worker {i + 1}", argv, b"pyk8s api worker ready", env=self._env(i),
+                                 identity=argv[3:7])  # server --api-worker --data-dir <data-dir>
             child.start()
             self.children.append(child)
         await self.wait_ready()

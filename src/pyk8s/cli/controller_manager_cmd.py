@@ -56,6 +56,13 @@ def add_parser(sub: Any) -> None:
                    help="namespace of the Lease (default kube-system)")
     p.add_argument("--root-ca-file", default=None,
                    help="CA bundle published as kube-root-ca.crt in every namespace (default: the kubeconfig's CA)")
+    p.add_argument("--cluster-signing-cert-file", default=None, metavar="FILE",
+                   help="PEM CA certificate the csrsigning controller issues kubernetes.io/* certificates with")
+    p.add_argument("--cluster-signing-key-file", default=None, metavar="FILE",
+                   help="PEM private key of --cluster-signing-cert-file (without both, CSRs are not signed)")
+    p.add_argument("--cluster-signing-duration", type=go_duration, default=365 * 24 * 3600.0, metavar="DURATION",
+                   help="the longest lifetime of a signed certificate; a CSR's expirationSeconds may ask "
+                        "for less (default 8760h0m0s)")
     p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
 
 
@@ -70,7 +77,9 @@ def _root_ca(args: Any) -> bytes:
 
 
 def validate(args: Any) -> str | None:
-    """Upstream's checks of the leader election flags."""
+    """Upstream's checks of the signing files and leader election flags."""
+    if bool(getattr(args, "cluster_signing_cert_file", None)) != bool(getattr(args, "cluster_signing_key_file", None)):
+        return "cannot specify --cluster-signing-cert-file without --cluster-signing-key-file or the other way around"
     if not args.leader_elect:
         return None
     if args.leader_elect_lease_duration <= args.leader_elect_renew_deadline:
@@ -91,6 +100,10 @@ async def _main(args: Any) -> int:
             raise ValueError(problem)
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-controller-manager/pyk8s")
         root_ca = _root_ca(args)
+        if args.cluster_signing_cert_file:  # as upstream, unreadable signing files stop the start
+            from ..controllers.csrsigning import load_signing_ca
+
+            load_signing_ca(args.cluster_signing_cert_file, args.cluster_signing_key_file)
     except (OSError, ValueError) as e:
         print(f"pyk8s controller-manager: {e}", file=sys.stderr)
         return 1
@@ -98,7 +111,10 @@ async def _main(args: Any) -> int:
                                    "namespace": args.leader_elect_resource_namespace,
                                    "lease_duration": args.leader_elect_lease_duration,
                                    "renew_deadline": args.leader_elect_renew_deadline,
-                                   "retry_period": args.leader_elect_retry_period}}
+                                   "retry_period": args.leader_elect_retry_period},
+               "cluster_signing_cert_file": args.cluster_signing_cert_file,
+               "cluster_signing_key_file": args.cluster_signing_key_file,
+               "cluster_signing_duration": args.cluster_signing_duration}
     cm = ControllerManager(client, names, leader_elect=args.leader_elect, root_ca=root_ca, options=options,
                            exit_on_lost_leadership=True)
     await cm.start()

@@ -278,6 +278,7 @@ async def _server(args: Any) -> int:
             pass
     await stop.wait()
     print("pyk8s: shutting down", flush=True)
+    server.begin_shutdown()  # watches end at once, as upstream's; the components still get their requests served
     for c in reversed(components):
         try:
             await c.stop()

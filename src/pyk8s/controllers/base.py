@@ -48,6 +48,7 @@ GVRS = {
     "horizontalpodautoscalers": ("autoscaling", "v2", "horizontalpodautoscalers"),
     "priorityclasses": ("scheduling.k8s.io", "v1", "priorityclasses"),
     "customresourcedefinitions": ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+    "certificatesigningrequests": ("certificates.k8s.io", "v1", "certificatesigningrequests"),
 }
 
 

@@ -188,13 +188,15 @@ def most_recent_schedule_time(cj: dict[str, Any], now: float, s: CronSchedule,
         # nothing older than the deadline would be started anyway
         earliest = max(earliest, now - int(spec["startingDeadlineSeconds"]))
     t1 = next_time(s, earliest)
-    if t1 is None or now < t1:
+    if t1 is not None and now < t1:
         return earliest, None, NONE_MISSED
-    t2 = next_time(s, t1)
-    if t2 is None or now < t2:
+    t2 = next_time(s, t1) if t1 is not None else None
+    if t1 is not None and t2 is not None and now < t2:
         return earliest, t1, NONE_MISSED
-    between = round(t2 - t1)
-    if between < 1:
+    # a schedule that never fires (robfig/cron's Next gives the zero time, e.g. "59 23 31 2 *")
+    # yields no interval: as upstream, that is an invalid schedule
+    between = round(t2 - t1) if t1 is not None and t2 is not None else 0
+    if between < 1 or t1 is None:
         raise CronError("time difference between two schedules is less than 1 second")
     missed = int((now - t1) // between) + 1
     # jump close to now, then let the schedule find the exact latest activation

@@ -38,6 +38,9 @@ KNOWN: dict[str, str] = {
     "disruption": "pyk8s.controllers.disruption:DisruptionController",
     "resourcequota": "pyk8s.controllers.resourcequota:ResourceQuotaController",
     "ttl": "pyk8s.controllers.ttl:TTLController",
+    "csrsigning": "pyk8s.controllers.csrsigning:CSRSigningController",
+    "csrapproving": "pyk8s.controllers.csrapproving:CSRApprovingController",
+    "csrcleaner": "pyk8s.controllers.csrcleaner:CSRCleanerController",
 }
 
 # Our name -> upstream's canonical --controllers name (cmd/kube-controller-manager/names). Our names are
@@ -62,6 +65,9 @@ CANONICAL: dict[str, str] = {
     "disruption": "disruption-controller",
     "resourcequota": "resourcequota-controller",
     "ttl": "ttl-controller",
+    "csrsigning": "certificatesigningrequest-signing-controller",
+    "csrapproving": "certificatesigningrequest-approving-controller",
+    "csrcleaner": "certificatesigningrequest-cleaner-controller",
 }
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
 

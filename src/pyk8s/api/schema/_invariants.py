@@ -79,7 +79,7 @@ def check_invariants(s: Schema | None, lvl: int, path: str, errs: list[FieldErro
     for k, v in props.items():
         check_invariants(v, _FIELD, _key(_child(path, "properties"), k), errs)
     if "additionalProperties" in s:
-        if props:
+        if props and s["additionalProperties"] is not True:  # as upstream: `true` beside properties is allowed
             errs.append(
                 FieldError(
                     _child(path, "additionalProperties"),

@@ -72,7 +72,8 @@ def _schema_node(s: Any, path: str, level: str) -> list[FieldError]:
         errs.append(required(child(path, "type"), detail))
     if level == "root" and typ and typ != "object":
         errs.append(invalid(child(path, "type"), typ, "must be object at the root"))
-    if s.get("properties") and s.get("additionalProperties") not in (None, False):
+    # as upstream: `additionalProperties: true` (no schema) may stand beside properties; false or a schema may not
+    if s.get("properties") and s.get("additionalProperties") not in (None, True):
         errs.append(forbidden(child(path, "additionalProperties"), "additionalProperties and properties are mutual exclusive"))
     for name, sub in (s.get("properties") or {}).items():
         errs += _schema_node(sub, key(child(path, "properties"), name), "field")

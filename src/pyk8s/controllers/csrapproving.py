@@ -1,0 +1,84 @@
+"""CSR approving controller: approves kubelet client CSRs that their requester may have approved.
+
+As upstream's csrapproving (pkg/controller/certificates/approver/sarapprove.go): a pending CSR
+for `kubernetes.io/kube-apiserver-client-kubelet` that the signer would accept is approved
+(reason AutoApproved) when a SubjectAccessReview for its requester allows `create` on
+`certificatesigningrequests/selfnodeclient` (a node renewing its own certificate: the requester
+is the certificate's CN) or `certificatesigningrequests/nodeclient` (a bootstrap identity asking
+for a node's first one). Who holds those permissions is the cluster's RBAC; kubeadm binds them to
+system:nodes and to its bootstrap-token group.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from cryptography import x509
+
+from ..api.errors import StatusError
+from .base import GVRS, Controller
+from .csrsigning import KUBELET_CLIENT, signer_validation_error, subject_common_name
+
+__all__ = ["CSRApprovingController", "RECOGNIZERS"]
+
+SAR = ("authorization.k8s.io", "v1", "subjectaccessreviews")
+
+# (subresource the requester needs `create` on, whether the requester must be the CN, message)
+RECOGNIZERS: tuple[tuple[str, bool, str], ...] = (
+    ("selfnodeclient", True, "Auto approving self kubelet client certificate after SubjectAccessReview."),
+    ("nodeclient", False, "Auto approving kubelet client certificate after SubjectAccessReview."),
+)
+
+
+class CSRApprovingController(Controller):
+    name = "csrapproving"
+    component = "csrapproving-controller"
+
+    def setup(self) -> None:
+        self.csrs = self.ctx.informer("certificatesigningrequests")
+        self.csrs.add_handlers(on_add=self.enqueue, on_update=lambda old, new: self.enqueue(new))
+
+    async def _allowed(self, spec: dict[str, Any], subresource: str) -> bool:
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {
+            "user": spec.get("username", ""), "uid": spec.get("uid", ""), "groups": spec.get("groups") or [],
+            "extra": spec.get("extra") or {},
+            "resourceAttributes": {"group": "certificates.k8s.io", "resource": "certificatesigningrequests",
+                                   "verb": "create", "subresource": subresource, "version": "*"}}}
+        out = await self.client.create(SAR, review)
+        return bool((out.get("status") or {}).get("allowed"))
+
+    async def sync(self, key: str) -> None:
+        csr = self.csrs.get(key)
+        if csr is None:
+            return
+        spec, status = csr.get("spec") or {}, csr.get("status") or {}
+        if status.get("certificate") or spec.get("signerName") != KUBELET_CLIENT:
+            return
+        if any(c.get("type") in ("Approved", "Denied") for c in status.get("conditions") or []):
+            return
+        try:
+            req = x509.load_pem_x509_csr(base64.b64decode(spec.get("request") or "", validate=True))
+        except (binascii.Error, ValueError) as e:
+            raise ValueError(f"unable to parse csr {key!r}: {e}") from None
+        if signer_validation_error(KUBELET_CLIENT, req, list(spec.get("usages") or [])) is not None:
+            return  # not a node client certificate: left to people (and the signer's Failed condition)
+        tried: list[str] = []
+        for subresource, must_be_self, message in RECOGNIZERS:
+            if must_be_self and spec.get("username") != subject_common_name(req):
+                continue
+            tried.append(subresource)
+            if await self._allowed(spec, subresource):
+                conds = list(status.get("conditions") or []) + [
+                    {"type": "Approved", "status": "True", "reason": "AutoApproved", "message": message}]
+                try:
+                    await self.client.update(GVRS["certificatesigningrequests"],
+                                             {**csr, "status": {**status, "conditions": conds}}, sub="approval")
+                except StatusError as e:
+                    if e.code != 404:
+                        raise
+                return
+        # as upstream: retried with backoff, so a permission granted later still approves it
+        raise PermissionError(f"recognized csr {key!r} as [{' '.join(tried)}] but subject access review was not "
+                              "approved")
