@@ -70,6 +70,7 @@ class ServerConfig:
     anonymous_auth: bool = True
     # --authorization-mode (authz_modes.py) and the admission plugins toggled on/off (admission_plugins.py)
     authorization_modes: tuple[str, ...] = ("RBAC",)
+    client_ca_file: str | None = None  # --client-ca-file: another CA whose client certificates are accepted
     admission_enable: frozenset[str] = frozenset()
     admission_disable: frozenset[str] = frozenset()
     bookmark_interval: float = 60.0
@@ -308,6 +309,10 @@ class APIServer:
             self.pki, token_auth_file=cfg.token_auth_file, sa_getter=_CacheGetter(self),
             anonymous=cfg.anonymous_auth,
         )
+        if cfg.client_ca_file and self.authenticator.x509 is not None:
+            from .client_ca import load_client_cas
+
+            self.authenticator.x509.ca_certs.extend(load_client_cas(cfg.client_ca_file))
         self.rbac = RBACIndex()
         assert self.rest is not None and self.caches is not None
         for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
@@ -358,7 +363,12 @@ class APIServer:
     def _ssl_context(self) -> ssl.SSLContext:
         from .certs import ssl_server_context
 
-        return ssl_server_context(self.pki)
+        ctx = ssl_server_context(self.pki)
+        if self.config.client_ca_file:
+            from .client_ca import add_to_context
+
+            add_to_context(ctx, self.pki, self.config.client_ca_file)
+        return ctx
 
     def sign_token(self, namespace: str, name: str, uid: str, audiences: list[str], expiration: int,
                    bound_pod: dict[str, Any] | None) -> tuple[str, str]:

@@ -39,6 +39,9 @@ def _server_parser(sub: Any) -> None:
                    help="requests without credentials are system:anonymous (group system:unauthenticated), "
                         "which RBAC lets reach /healthz, /livez, /readyz and /version only (default true); "
                         "false: 401 for every such request")
+    p.add_argument("--client-ca-file", default=None, metavar="FILE",
+                   help="a PEM CA bundle whose client certificates are accepted besides the cluster CA's "
+                        "(CN is the user name, O the groups)")
     p.add_argument("--authorization-mode", default="RBAC", metavar="MODES",
                    help="ordered comma-separated authorizers: Node, RBAC, AlwaysAllow, AlwaysDeny (default RBAC; "
                         "kube-apiserver's default AlwaysAllow is accepted but not assumed; Webhook is not supported)")
@@ -171,6 +174,10 @@ async def _server(args: Any) -> int:
 
     try:
         authz_modes = tuple(parse_modes(args.authorization_mode))
+        if args.client_ca_file:
+            from ..apiserver.client_ca import load_client_cas
+
+            load_client_cas(args.client_ca_file)
         admission_on, admission_off = resolve_admission_plugins(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins)
     except ValueError as e:
@@ -191,6 +198,7 @@ async def _server(args: Any) -> int:
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth,
         authorization_modes=authz_modes,
+        client_ca_file=os.path.abspath(args.client_ca_file) if args.client_ca_file else None,
         admission_enable=frozenset(admission_on),
         admission_disable=frozenset(admission_off),
         service_cidr=args.service_cluster_ip_range,
