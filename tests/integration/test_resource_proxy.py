@@ -54,9 +54,10 @@ class _Echo(http.server.BaseHTTPRequestHandler):
         self.send_header("X-Echo", "yes")
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
-        self.wfile.write(out)
+        if self.command != "HEAD":
+            self.wfile.write(out)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -212,6 +213,8 @@ def test_rbac_verbs_follow_the_method(cluster: Cluster, env: dict[str, Any]) -> 
     while raw_request(cluster, "GET", f"{PODS}/px/proxy/a", headers=alice).status != 200:
         assert time.monotonic() < deadline
         time.sleep(0.1)
+    r = raw_request(cluster, "HEAD", f"{PODS}/px/proxy/a", headers=alice)  # HEAD is a get, as upstream
+    assert r.status == 200 and r.headers["X-Echo"] == "yes"
     r = raw_request(cluster, "POST", f"{PODS}/px/proxy/a", b"x", headers=alice)
     assert r.status == 403
     assert r.json()["message"] == ('pods "px" is forbidden: User "px-alice" cannot create resource "pods/proxy" '

@@ -47,7 +47,7 @@ __all__ = ["ServerConfig", "APIServer"]
 # decode_body and http1.py enforce with upstream's 413
 CLIENT_MAX_SIZE = 4 * 1024 * 1024
 KEEPALIVE_TIMEOUT = 75.0  # seconds an idle keep-alive connection is kept, aiohttp's default
-VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "HEAD": "get"}  # as upstream's RequestInfoFactory
 
 
 @dataclass
