@@ -122,3 +122,21 @@ def test_python_client_reads_the_escaped_answers(cluster: Cluster) -> None:
         assert json.loads(e.body)["details"] == {"name": "wire-client-none", "kind": "configmaps"}
     else:
         raise AssertionError("no 404")
+
+
+def test_too_large_resource_version_is_upstreams_504(cluster: Cluster) -> None:
+    """storage.NewTooLargeResourceVersionError: "Timeout: " prefix and the ResourceVersionTooLarge cause
+    that client-go's reflector looks for (IsTooLargeResourceVersionError) before it falls back."""
+    conn = Conn(cluster)
+    try:
+        conn.send(req("GET", f"{CM}?resourceVersion=99999999"))
+        status, _, body = conn.response()
+    finally:
+        conn.close()
+    assert status == 504
+    got = json.loads(body)
+    current = got["message"].rsplit(" ", 1)[1]
+    assert body == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                    b'"message":"Timeout: Too large resource version: 99999999, current: ' + current.encode()
+                    + b'","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge",'
+                    b'"message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}\n')

@@ -274,7 +274,16 @@ def new_not_acceptable(message: str) -> StatusError:
 
 
 def new_timeout(message: str, retry_after: int = 0) -> StatusError:
-    return StatusError(504, "Timeout", message, {"retryAfterSeconds": retry_after} if retry_after else None)
+    """upstream's NewTimeoutError: "Timeout: " before the message, details always set."""
+    return StatusError(504, "Timeout", f"Timeout: {message}", {"retryAfterSeconds": retry_after} if retry_after else {})
+
+
+def new_too_large_resource_version(requested: int, current: int, retry_after: int = 1) -> StatusError:
+    """upstream's storage.NewTooLargeResourceVersionError: client-go's reflector recognises the cause."""
+    err = new_timeout(f"Too large resource version: {requested}, current: {current}", retry_after)
+    err.details = {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                   **(err.details or {})}
+    return err
 
 
 def new_service_unavailable(message: str) -> StatusError:

@@ -388,7 +388,7 @@ class ResourceHandler:
             except CompactedError:
                 raise E.new_resource_expired("The resourceVersion for the provided list is too old.") from None
             except FutureRevisionError as fe:
-                raise E.new_timeout(f"Too large resource version: {fe.requested}, current: {fe.current}", 1) from None
+                raise E.new_too_large_resource_version(fe.requested, fe.current) from None
         else:
             if rv and rv != "0":
                 try:
@@ -396,7 +396,7 @@ class ResourceHandler:
                 except ValueError:
                     raise E.new_bad_request(f"invalid resource version: {rv}") from None
                 if want > self.rest.store.revision:
-                    raise E.new_timeout(f"Too large resource version: {want}, current: {self.rest.store.revision}", 1)
+                    raise E.new_too_large_resource_version(want, self.rest.store.revision)
             if rv != "0":  # "0" is any state the cache has: no round trip to the store (upstream's semantics)
                 await self.rest.fresh()
             use_cache = rv == "0" or not limit or cache.count(ns) <= limit
@@ -461,7 +461,7 @@ class ResourceHandler:
             except ValueError:
                 raise E.new_bad_request(f"invalid resource version: {rv}") from None
             if since > self.rest.store.revision:
-                raise E.new_timeout(f"Too large resource version: {since}, current: {self.rest.store.revision}", 1)
+                raise E.new_too_large_resource_version(since, self.rest.store.revision)
         else:
             if rv != "0":
                 await self.rest.fresh()
