@@ -13,6 +13,7 @@ import orjson
 import pytest
 import yaml
 
+from pyk8s.apiserver.jsonwire import dumps as json_wire
 from pyk8s.apiserver.negotiation import Output
 from pyk8s.apiserver.rest import RequestContext
 
@@ -81,7 +82,7 @@ def test_handed_objects_are_what_the_stored_bytes_decode_to(tmp_path: Path, monk
             got = orjson.loads(resp.body)
             cached = (await rest.cache_for(registry.storage_resource(res))).objects[
                 res.key(ns if res.namespaced else None, got["metadata"]["name"])]
-            assert resp.body == orjson.dumps(h.from_storage(res, cached))  # the reply is what a read gives
+            assert resp.body == json_wire(h.from_storage(res, cached))  # the reply is what a read gives
             return got
 
         await create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}, None)

@@ -64,12 +64,16 @@ class StatusError(Exception):
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
         }
+        # as upstream's Status: message, reason, details and code are omitted when empty
+        if self.message:
+            s["message"] = self.message
+        if self.reason:
+            s["reason"] = self.reason
         if self.details is not None:  # upstream's NewForbidden/NewNotFound always say details, {} included
             s["details"] = self.details
-        s["code"] = self.code
+        if self.code:
+            s["code"] = self.code
         return s
 
     def __repr__(self) -> str:
@@ -251,7 +255,8 @@ def new_internal_error(err: BaseException | str) -> StatusError:
 
 
 def new_too_many_requests(message: str, retry_after: int = 0) -> StatusError:
-    d = {"retryAfterSeconds": retry_after} if retry_after else None
+    # upstream's NewTooManyRequests always carries details (`{}` when there is no retry hint)
+    d = {"retryAfterSeconds": retry_after} if retry_after else {}
     h = {"Retry-After": str(retry_after)} if retry_after else None
     return StatusError(429, "TooManyRequests", message, d, h)
 
@@ -269,7 +274,16 @@ def new_not_acceptable(message: str) -> StatusError:
 
 
 def new_timeout(message: str, retry_after: int = 0) -> StatusError:
-    return StatusError(504, "Timeout", message, {"retryAfterSeconds": retry_after} if retry_after else None)
+    """upstream's NewTimeoutError: "Timeout: " before the message, details always set."""
+    return StatusError(504, "Timeout", f"Timeout: {message}", {"retryAfterSeconds": retry_after} if retry_after else {})
+
+
+def new_too_large_resource_version(requested: int, current: int, retry_after: int = 1) -> StatusError:
+    """upstream's storage.NewTooLargeResourceVersionError: client-go's reflector recognises the cause."""
+    err = new_timeout(f"Too large resource version: {requested}, current: {current}", retry_after)
+    err.details = {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                   **(err.details or {})}
+    return err
 
 
 def new_service_unavailable(message: str) -> StatusError:

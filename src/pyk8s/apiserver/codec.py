@@ -8,6 +8,7 @@ import orjson
 import yaml
 
 from ..api import errors as E
+from .jsonwire import dumps as json_dumps
 from .negotiation import Output
 
 __all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES", "JSON_TYPES", "media_type"]
@@ -80,4 +81,4 @@ def _yaml_msg(e: yaml.YAMLError) -> str:
 def encode(obj: Any, out: Output | None) -> tuple[bytes, str]:
     if out is not None and out.format == "yaml":
         return yaml.dump(obj, Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True).encode(), out.content_type
-    return orjson.dumps(obj), (out.content_type if out else "application/json")
+    return json_dumps(obj), (out.content_type if out else "application/json")

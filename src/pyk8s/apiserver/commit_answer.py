@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import orjson
 from aiohttp import web
+
+from .jsonwire import dumps as json_dumps
 
 __all__ = ["after_failure"]
 
@@ -40,10 +41,10 @@ def after_failure(request: Any, where: str) -> web.Response | None:
     body = b""
     if getattr(ctx, "subresource", "") not in _STATUS_ANSWERS:
         try:
-            body = orjson.dumps(obj)
+            body = json_dumps(obj)
         except Exception:  # (the stored object was encoded once already: this is not expected)
             body = b""
     if not body:
-        body = orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+        body = json_dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                              "code": code})
     return web.Response(body=body, status=code, content_type="application/json")

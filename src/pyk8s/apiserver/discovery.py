@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ..api.resources import Registry, Resource
+from .jsonwire import NEWLINE
 from .negotiation import parse_accept
 
 __all__ = ["Discovery"]
@@ -52,7 +53,7 @@ class Discovery:
         gen = self.registry.generation
         c = self._cache.get(key)
         if c is None or c[0] != gen:
-            body = orjson.dumps(build())
+            body = orjson.dumps(build(), option=NEWLINE)
             etag = '"' + hashlib.sha256(body).hexdigest()[:32].upper() + '"'
             self._cache[key] = c = (gen, body, etag)
         return c[1], c[2]
@@ -192,6 +193,6 @@ class Discovery:
             body, etag = self._cached(("agg", str(legacy), v), lambda: self.aggregated(legacy, v))
             return body, f"application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList", etag
         if legacy:
-            return orjson.dumps(self.api_versions(server_address)), "application/json", ""
+            return orjson.dumps(self.api_versions(server_address), option=NEWLINE), "application/json", ""
         body, etag = self._cached(("groups",), self.api_group_list)
         return body, "application/json", etag

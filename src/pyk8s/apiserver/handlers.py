@@ -22,6 +22,9 @@ from ..storage import CompactedError, FutureRevisionError
 from . import dryrun, tables
 from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
 from .codec import JSON_TYPES, decode_body, encode, media_type
+from .decode_errors import unrecognized_object
+from .jsonwire import dumps as json_dumps
+from .jsonwire import go_escape
 from .negotiation import Output, output_for
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy
@@ -110,6 +113,11 @@ class ResourceHandler:
 
     # ---- entry --------------------------------------------------------------------------
     async def handle(self, request: web.Request, info: RequestInfo, res: Resource, ctx: RequestContext) -> web.StreamResponse:
+        if info.subresource == "proxy" and "proxy" in res.subresources and info.name:
+            # every method, any media type: forwarded to the node, service or pod
+            from . import resource_proxy
+
+            return await resource_proxy.handle(self, request, res, info.namespace if res.namespaced else None, info)
         q = request.query
         out = output_for(request.headers.get("Accept"))
         if out is None:
@@ -191,8 +199,11 @@ class ResourceHandler:
     # ---- read the body ------------------------------------------------------------------
     async def read_object(self, request: web.Request, res: Resource, ctx: RequestContext) -> dict[str, Any]:
         body = await request.read()
-        obj = decode_body(body, request.headers.get("Content-Type", "application/json"))
-        return self.check_object(obj, res, ctx)
+        try:
+            obj = decode_body(body, request.headers.get("Content-Type", "application/json"))
+            return self.check_object(obj, res, ctx)
+        except E.StatusError as e:
+            raise unrecognized_object(e, res.kind, body) from None
 
     def check_object(self, obj: Any, res: Resource, ctx: RequestContext) -> dict[str, Any]:
         if not isinstance(obj, dict):
@@ -377,7 +388,7 @@ class ResourceHandler:
             except CompactedError:
                 raise E.new_resource_expired("The resourceVersion for the provided list is too old.") from None
             except FutureRevisionError as fe:
-                raise E.new_timeout(f"Too large resource version: {fe.requested}, current: {fe.current}", 1) from None
+                raise E.new_too_large_resource_version(fe.requested, fe.current) from None
         else:
             if rv and rv != "0":
                 try:
@@ -385,7 +396,7 @@ class ResourceHandler:
                 except ValueError:
                     raise E.new_bad_request(f"invalid resource version: {rv}") from None
                 if want > self.rest.store.revision:
-                    raise E.new_timeout(f"Too large resource version: {want}, current: {self.rest.store.revision}", 1)
+                    raise E.new_too_large_resource_version(want, self.rest.store.revision)
             if rv != "0":  # "0" is any state the cache has: no round trip to the store (upstream's semantics)
                 await self.rest.fresh()
             use_cache = rv == "0" or not limit or cache.count(ns) <= limit
@@ -415,7 +426,7 @@ class ResourceHandler:
         if out.format == "json":
             # lists are the hot path: concatenate item encodings rather than building one big dict
             head = orjson.dumps({"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta})
-            body = head[:-1] + b',"items":[' + b",".join(orjson.dumps(o) for o in items) + b"]}"
+            body = go_escape(head[:-1] + b',"items":[' + b",".join(orjson.dumps(o) for o in items) + b"]}\n")
             return web.Response(body=body, headers={"Content-Type": "application/json"})
         lst = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": items}
         body, ct = encode(lst, out)
@@ -450,7 +461,7 @@ class ResourceHandler:
             except ValueError:
                 raise E.new_bad_request(f"invalid resource version: {rv}") from None
             if since > self.rest.store.revision:
-                raise E.new_timeout(f"Too large resource version: {since}, current: {self.rest.store.revision}", 1)
+                raise E.new_too_large_resource_version(since, self.rest.store.revision)
         else:
             if rv != "0":
                 await self.rest.fresh()
@@ -471,7 +482,7 @@ class ResourceHandler:
         except TooOldError as e:
             await resp.prepare(request)
             err = E.StatusError(410, "Expired", f"too old resource version: {e.requested} ({e.oldest})")
-            await resp.write(orjson.dumps({"type": "ERROR", "object": err.status()}) + b"\n")
+            await resp.write(json_dumps({"type": "ERROR", "object": err.status()}))
             return resp
         await resp.prepare(request)
         enc = _WatchEncoder(self, res, out, convert)
@@ -589,7 +600,7 @@ class _WatchEncoder:
         return obj
 
     def line(self, typ: str, obj: dict[str, Any]) -> bytes:
-        return orjson.dumps({"type": typ, "object": self._obj(obj)}) + b"\n"
+        return json_dumps({"type": typ, "object": self._obj(obj)})
 
     def event(self, typ: str, ce: Any) -> bytes:
         if typ == ce.type and not self.convert and not self.out.as_kind:
@@ -604,7 +615,7 @@ class _WatchEncoder:
         if self.out.as_kind == "Table":
             obj = {"kind": "Table", "apiVersion": f"meta.k8s.io/{self.out.version}", "metadata": md,
                    "columnDefinitions": None, "rows": None}
-        return orjson.dumps({"type": BOOKMARK, "object": obj}) + b"\n"
+        return json_dumps({"type": BOOKMARK, "object": obj})
 
 
 # Kinds whose PUT creates a missing object (upstream's AllowCreateOnUpdate).

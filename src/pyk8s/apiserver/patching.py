@@ -10,6 +10,7 @@ from ..api import errors as E
 from ..api.resources import Resource
 from . import typemeta
 from .codec import decode_body
+from .decode_errors import strategic_patch_invalid
 from .objectmeta import now_rfc3339
 from .rest import RequestContext, deep_copy
 
@@ -86,7 +87,13 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
             if not isinstance(new, dict):
                 raise E.new_bad_request("patch produced a non-object")
             new = typemeta.after_patch(h.registry, res, new, strategic=ct == STRATEGIC)
-            h.check_fields(new, res, ctx)
+            try:
+                h.check_fields(new, res, ctx)
+            except E.StatusError as e:
+                if ct != STRATEGIC:
+                    raise
+                # upstream converts the patched map into the typed object and names what it could not restore
+                raise strategic_patch_invalid(e.message, patch_doc) or e from None
         return h.to_storage(res, new)
 
     ctx_apply = ctx

@@ -32,6 +32,7 @@ from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response
 from .http1 import FastRequest, HTTP1Protocol
+from .jsonwire import NEWLINE
 from .pretty import pretty_printing
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
@@ -46,7 +47,7 @@ __all__ = ["ServerConfig", "APIServer"]
 # decode_body and http1.py enforce with upstream's 413
 CLIENT_MAX_SIZE = 4 * 1024 * 1024
 KEEPALIVE_TIMEOUT = 75.0  # seconds an idle keep-alive connection is kept, aiohttp's default
-VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "HEAD": "get"}  # as upstream's RequestInfoFactory
 
 
 @dataclass
@@ -67,6 +68,11 @@ class ServerConfig:
     tls: bool = True
     # requests without credentials are system:anonymous, authorized by RBAC (upstream's --anonymous-auth)
     anonymous_auth: bool = True
+    # --authorization-mode (authz_modes.py) and the admission plugins toggled on/off (admission_plugins.py)
+    authorization_modes: tuple[str, ...] = ("RBAC",)
+    client_ca_file: str | None = None  # --client-ca-file: another CA whose client certificates are accepted
+    admission_enable: frozenset[str] = frozenset()
+    admission_disable: frozenset[str] = frozenset()
     bookmark_interval: float = 60.0
     compaction_interval: float = 60.0
     compaction_window: float = 300.0
@@ -200,6 +206,9 @@ class APIServer:
         from . import admission
 
         self.allocator = admission.install(self.rest, cfg.service_cidr, cfg.cluster_cidr)
+        from .admission_plugins import apply as apply_admission_plugins
+
+        apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
         self._setup_security()
         from . import crds, flowcontrol
 
@@ -303,6 +312,10 @@ class APIServer:
             self.pki, token_auth_file=cfg.token_auth_file, sa_getter=_CacheGetter(self),
             anonymous=cfg.anonymous_auth,
         )
+        if cfg.client_ca_file and self.authenticator.x509 is not None:
+            from .client_ca import load_client_cas
+
+            self.authenticator.x509.ca_certs.extend(load_client_cas(cfg.client_ca_file))
         self.rbac = RBACIndex()
         assert self.rest is not None and self.caches is not None
         for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
@@ -312,7 +325,7 @@ class APIServer:
             for obj in cache.list(None):
                 self.rbac.upsert(obj)
             cache.listeners.append(self._rbac_event)
-        self.authorizer = RBACAuthorizer(self.rbac)
+        self.authorizer = self._authorizer(RBACAuthorizer(self.rbac))
         from .rbac_escalation import EscalationCheck
 
         self.rest.mutating.append(EscalationCheck(self.authorizer).admit)
@@ -321,6 +334,28 @@ class APIServer:
         csr = CSRAdmission(self.authorizer)  # CSR strategy (requester's identity, approval) and its admission
         self.rest.mutating.insert(0, csr.prepare)
         self.rest.validating.append(csr.validate)
+
+    def _authorizer(self, rbac: Any) -> Any:
+        """RBAC alone, or the union of --authorization-mode's modes (authz_modes.py)."""
+        modes = list(self.config.authorization_modes)
+        if modes == ["RBAC"]:
+            return rbac
+        from .authz import bootstrap_policy
+        from .authz_modes import UnionAuthorizer
+        from .node_authorizer import NodeAuthorizer
+
+        node = None
+        if "Node" in modes:
+            assert self.caches is not None
+            pod_res = self.registry.get("", "v1", "pods")
+            assert pod_res is not None
+            pods = self.caches.caches[self.registry.storage_resource(pod_res).key_prefix()]
+            getter = _CacheGetter(self)
+            rules = next(r["rules"] for r in bootstrap_policy(False) if r["kind"] == "ClusterRole"
+                         and r["metadata"]["name"] == "system:node")
+            node = NodeAuthorizer(pods.list, lambda ns, name: getter._get("", "persistentvolumeclaims", ns, name),
+                                  rules)
+        return UnionAuthorizer(modes, rbac, node)
 
     def _rbac_event(self, ce: Any) -> None:
         if ce.type == "DELETED":
@@ -331,7 +366,12 @@ class APIServer:
     def _ssl_context(self) -> ssl.SSLContext:
         from .certs import ssl_server_context
 
-        return ssl_server_context(self.pki)
+        ctx = ssl_server_context(self.pki)
+        if self.config.client_ca_file:
+            from .client_ca import add_to_context
+
+            add_to_context(ctx, self.pki, self.config.client_ca_file)
+        return ctx
 
     def sign_token(self, namespace: str, name: str, uid: str, audiences: list[str], expiration: int,
                    bound_pod: dict[str, Any] | None) -> tuple[str, str]:
@@ -564,12 +604,12 @@ class APIServer:
             g = self.discovery.api_group(info.group)
             if g is None:
                 raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
-            body, ct, etag = orjson.dumps(g), "application/json", ""
+            body, ct, etag = orjson.dumps(g, option=NEWLINE), "application/json", ""
         else:
             rl = self.discovery.resource_list(info.group, info.version)
             if rl is None:
                 raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
-            body, ct, etag = orjson.dumps(rl), "application/json", ""
+            body, ct, etag = orjson.dumps(rl, option=NEWLINE), "application/json", ""
         headers = {"Content-Type": ct, "Vary": "Accept"}
         if etag:
             headers["ETag"] = etag

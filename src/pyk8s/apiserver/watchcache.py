@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from ..storage import DELETE, PUT, CompactedError, Event, KeyValue, Store, StoreError
+from .jsonwire import NEWLINE, go_escape
 
 __all__ = ["CacheEvent", "ResourceCache", "CacheSet", "Watcher", "TooOldError"]
 
@@ -77,7 +78,7 @@ class CacheEvent:
     def json_line(self) -> bytes:
         """`{"type":..,"object":..}\n`, serialised once for every watcher."""
         if self._json is None:
-            self._json = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
+            self._json = go_escape(orjson.dumps({"type": self.type, "object": self.obj}, option=NEWLINE))
         return self._json
 
     def json_chunk(self) -> bytes:

@@ -47,6 +47,14 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
         argv.append("--anonymous-auth=false")
     if cfg.audit is not None:
         argv += cfg.audit.argv()
+    # workers authorize and admit what they serve: the same modes and plugins
+    argv.append("--authorization-mode=" + ",".join(cfg.authorization_modes))
+    if cfg.client_ca_file:
+        argv += ["--client-ca-file", cfg.client_ca_file]
+    if cfg.admission_enable:
+        argv.append("--enable-admission-plugins=" + ",".join(sorted(cfg.admission_enable)))
+    if cfg.admission_disable:
+        argv.append("--disable-admission-plugins=" + ",".join(sorted(cfg.admission_disable)))
     return argv
 
 

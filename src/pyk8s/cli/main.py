@@ -38,6 +38,17 @@ def _server_parser(sub: Any) -> None:
                    help="requests without credentials are system:anonymous (group system:unauthenticated), "
                         "which RBAC lets reach /healthz, /livez, /readyz and /version only (default true); "
                         "false: 401 for every such request")
+    p.add_argument("--client-ca-file", default=None, metavar="FILE",
+                   help="a PEM CA bundle whose client certificates are accepted besides the cluster CA's "
+                        "(CN is the user name, O the groups)")
+    p.add_argument("--authorization-mode", default="RBAC", metavar="MODES",
+                   help="ordered comma-separated authorizers: Node, RBAC, AlwaysAllow, AlwaysDeny (default RBAC; "
+                        "kube-apiserver's default AlwaysAllow is accepted but not assumed; Webhook is not supported)")
+    p.add_argument("--enable-admission-plugins", "--admission-plugins", action="append", default=[], metavar="NAMES",
+                   help="admission plugins to turn on besides the default ones, upstream's names (e.g. NodeRestriction)")
+    p.add_argument("--disable-admission-plugins", action="append", default=[], metavar="NAMES",
+                   help="default admission plugins to turn off (ServiceAccount, DefaultTolerationSeconds, Priority, "
+                        "ResourceQuota, ...)")
     p.add_argument("--encryption-provider-config", default=None, metavar="FILE",
                    help="upstream's EncryptionConfiguration file: which resources are encrypted at rest, with "
                         "aescbc, aesgcm, secretbox or identity (docs/security.md)")
@@ -159,7 +170,21 @@ def _run(coro: Any, verbosity: int) -> int:
 
 
 async def _server(args: Any) -> int:
+    from ..apiserver.admission_plugins import resolve as resolve_admission_plugins
+    from ..apiserver.authz_modes import parse_modes
     from ..apiserver.server import APIServer, ServerConfig
+
+    try:
+        authz_modes = tuple(parse_modes(args.authorization_mode))
+        if args.client_ca_file:
+            from ..apiserver.client_ca import load_client_cas
+
+            load_client_cas(args.client_ca_file)
+        admission_on, admission_off = resolve_admission_plugins(args.enable_admission_plugins,
+                                                                args.disable_admission_plugins)
+    except ValueError as e:
+        print(f"pyk8s: {e}", file=sys.stderr)
+        return 1
 
     cfg = ServerConfig(
         data_dir=args.data_dir,
@@ -174,6 +199,10 @@ async def _server(args: Any) -> int:
         etcd_prefix=args.etcd_prefix,
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth,
+        authorization_modes=authz_modes,
+        client_ca_file=os.path.abspath(args.client_ca_file) if args.client_ca_file else None,
+        admission_enable=frozenset(admission_on),
+        admission_disable=frozenset(admission_off),
         service_cidr=args.service_cluster_ip_range,
         cluster_cidr=args.cluster_cidr,
         kubeconfig_path=args.kubeconfig,
