@@ -19,6 +19,9 @@ import pytest
 
 from tests.cluster import Cluster
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("anonymous-auth")
+
 
 def anonymous(cluster: Cluster, path: str, headers: dict[str, str] | None = None,
               method: str = "GET") -> tuple[int, Any]:

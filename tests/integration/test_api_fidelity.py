@@ -19,6 +19,9 @@ import pytest
 from tests.cluster import Cluster, raw_request
 from tests.integration.test_daemonset import get_json, wait_for
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("api-fidelity")
+
 
 def _apply(c: Cluster, obj: dict[str, Any]) -> None:
     c.kubectl("apply", "-f", "-", input=json.dumps(obj))

@@ -20,6 +20,9 @@ from cryptography.hazmat.primitives import serialization
 
 from tests.cluster import REPO, Cluster, kubectl_binaries, raw_request
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("authz-modes")
+
 NS = "/api/v1/namespaces/default"
 
 

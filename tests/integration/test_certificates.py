@@ -27,6 +27,9 @@ from tests.cluster import Cluster, kubectl_binaries, raw_request
 from tests.integration.test_daemonset import get_json, wait_for
 from tests.integration.test_rbac_escalation import AsServiceAccount
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("certificates")
+
 CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 
 

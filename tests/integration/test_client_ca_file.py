@@ -18,6 +18,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.cluster import REPO, Cluster, kubectl_binaries
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("client-ca-file")
+
 
 def _ca(cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())

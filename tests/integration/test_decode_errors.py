@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.cluster import Cluster, raw_request
+
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("decode-errors")
 
 CM = "/api/v1/namespaces/default/configmaps"
 SMP = {"Content-Type": "application/strategic-merge-patch+json"}

@@ -8,6 +8,9 @@ import time
 
 import pytest
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("ephemeral-containers")
+
 pytest.importorskip("kubernetes")
 
 NS = "eph"

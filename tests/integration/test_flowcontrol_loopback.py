@@ -12,8 +12,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from pyk8s.apiserver.server import APIServer, ServerConfig
 from pyk8s.cluster import component_client
+
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("flowcontrol-loopback")
 
 KCM = "system:kube-controller-manager"
 

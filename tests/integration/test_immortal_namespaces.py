@@ -11,6 +11,9 @@ import pytest
 
 from tests.cluster import Cluster, raw_request
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("immortal-namespaces")
+
 IMMORTAL = ("default", "kube-system", "kube-public")
 
 

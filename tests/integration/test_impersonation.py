@@ -20,6 +20,9 @@ import pytest
 
 from tests.cluster import Cluster, kubectl_binaries
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("impersonation")
+
 ESC = "system:serviceaccount:default:esc"
 
 # esc may impersonate the user "nobody" and nothing else: every other part is refused

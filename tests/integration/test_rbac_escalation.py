@@ -16,6 +16,9 @@ import yaml
 
 from tests.cluster import Cluster, kubectl_binaries
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("rbac-escalation")
+
 RBAC = "rbac.authorization.k8s.io"
 SA_GROUPS = '(groups=["system:serviceaccounts" "system:serviceaccounts:default" "system:authenticated"])'
 WRITER_VERBS = "create,update,patch,get,list"

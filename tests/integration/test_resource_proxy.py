@@ -26,6 +26,9 @@ import pytest
 
 from tests.cluster import Cluster, kubectl_binaries, raw_request
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("resource-proxy")
+
 NODE = "px-node"
 PODS = "/api/v1/namespaces/default/pods"
 

@@ -25,6 +25,9 @@ from bench.stopping import start_load, stop_time
 from pyk8s.apiserver.kubeconfig import load_kubeconfig
 from tests.cluster import Cluster, raw_request
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("server-processes")
+
 
 def _alive(pid: int) -> bool:
     try:

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cluster import Cluster
 from tests.integration.test_http1_front import CM, Conn, req
+
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("status-wire")
 
 
 def _cm(name: str, data: dict[str, str] | None = None) -> bytes:

@@ -27,6 +27,9 @@ from pyk8s.apiserver.server import APIServer, ServerConfig
 from pyk8s.cluster import component_client
 from tests.cluster import Cluster, raw_request
 
+# one worker runs the module: its tests share one server, and some build on what earlier ones made
+pytestmark = pytest.mark.xdist_group("write-answers")
+
 CM = "/api/v1/namespaces/default/configmaps"
 CM_GVR = ("", "v1", "configmaps")
 
