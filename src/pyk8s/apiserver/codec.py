@@ -9,8 +9,9 @@ import yaml
 
 from ..api import errors as E
 from .negotiation import Output
+from .yaml_limits import EXCESSIVE_ALIASING, excessive_aliasing
 
-__all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES", "JSON_TYPES", "media_type"]
+__all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES", "JSON_TYPES", "media_type", "summarize_data", "unrecognized"]
 
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # upstream's default request body limit
 
@@ -26,7 +27,26 @@ def media_type(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def decode_body(body: bytes, content_type: str) -> Any:
+def summarize_data(data: bytes, max_length: int = 30) -> str:
+    """How upstream quotes a body it could not decode: text if it starts like JSON, else hex."""
+    if not data:
+        return "<empty>"
+    head = data[:max_length]
+    more = " ..." if len(data) > max_length else ""
+    if data[:1] == b"{":
+        return head.decode("utf-8", "replace") + more
+    return head.hex() + more
+
+
+def unrecognized(kind: str, err: str, body: bytes) -> E.StatusError:
+    """400 for a body whose version/kind could not be read, as upstream's transformDecodeError."""
+    return E.new_bad_request(f"the object provided is unrecognized (must be of type {kind}): {err} "
+                             f"({summarize_data(body)})")
+
+
+def decode_body(body: bytes, content_type: str, kind: str = "") -> Any:
+    """The decoded body. kind: the type the body must be (the request's object), for upstream's
+    decode error texts; without it they are the bare decoder errors."""
     ct = media_type(content_type)
     if len(body) > MAX_REQUEST_BYTES:
         raise E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}")
@@ -36,10 +56,7 @@ def decode_body(body: bytes, content_type: str) -> Any:
             return orjson.loads(body)
         except orjson.JSONDecodeError:
             pass
-        try:
-            return yaml.load(body, Loader=_YAML_LOADER)
-        except yaml.YAMLError as e:
-            raise E.new_bad_request(f"error converting YAML to JSON: yaml: {_yaml_msg(e)}") from None
+        return _decode_yaml(body, kind)
     if ct == "application/vnd.kubernetes.protobuf":
         # kubectl's typed clients (create, drain, ...) send protobuf bodies
         try:
@@ -59,7 +76,36 @@ def decode_body(body: bytes, content_type: str) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as e:
-        raise E.new_bad_request(f"couldn't get version/kind; json parse error: {_json_msg(e)}") from None
+        err = f"couldn't get version/kind; json parse error: {_json_msg(e)}"
+        raise (unrecognized(kind, err, body) if kind else E.new_bad_request(err)) from None
+
+
+def _decode_yaml(body: bytes, kind: str) -> Any:
+    def fail(err: str) -> E.StatusError:
+        err = f"error converting YAML to JSON: yaml: {err}"
+        return unrecognized(kind, err, body) if kind else E.new_bad_request(err)
+
+    loader = _YAML_LOADER(body)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        if b"*" in body and excessive_aliasing(root):
+            raise fail(EXCESSIVE_ALIASING)
+        obj = loader.construct_document(root)
+    except yaml.YAMLError as e:
+        raise fail(_yaml_msg(e)) from None
+    finally:
+        loader.dispose()
+    if b"*" in body or b"<<" in body:
+        # aliases expand when the object is written out: the request limit holds for what it decodes to
+        try:
+            size = len(orjson.dumps(obj, default=str))
+        except (TypeError, orjson.JSONEncodeError):
+            size = 0
+        if size > MAX_REQUEST_BYTES:
+            raise E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}")
+    return obj
 
 
 def _json_msg(e: orjson.JSONDecodeError) -> str:

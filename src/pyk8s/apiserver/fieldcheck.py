@@ -32,6 +32,10 @@ def _drop_path(obj: Any, path: str) -> None:
     parts: list[Any] = []
     for m in re.finditer(r"([^.\[\]]+)|\[(\d+)\]", path):
         parts.append(int(m.group(2)) if m.group(2) is not None else m.group(1))
+    if not parts:  # the empty key at the top ("")
+        if isinstance(obj, dict):
+            obj.pop(path, None)
+        return
     cur = obj
     for p in parts[:-1]:
         try:
@@ -63,5 +67,8 @@ def check(obj: dict[str, Any], res: Resource, ctx: Any) -> None:
         raise E.new_bad_request(f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: {detail}')
     if mode == "Warn":
         ctx.warnings.extend(f'unknown field "{u}"' for u in unknown)
+    if res.crd is None:
+        strict.drop_unknown_fields(res.group, res.version, res.kind, obj)
+        return
     for u in unknown:
         _drop_path(obj, u)

@@ -280,6 +280,9 @@ class RestStorage:
             if precondition_rv is not None:
                 rv = precondition_rv
             if rv and rv != omd.get("resourceVersion"):
+                from .query_params import parse_resource_version
+
+                parse_resource_version(str(rv))  # one that is not a resourceVersion at all is bad input, not a conflict
                 raise E.new_conflict(res.resource, name, E.OBJECT_MODIFIED, res.group)
             if nmd.get("name") not in (None, "", name):
                 raise E.new_bad_request(

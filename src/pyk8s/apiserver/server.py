@@ -29,7 +29,9 @@ from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response, warning_value
+from .header_limits import MAX_FIELD_BYTES, MAX_HEADER_BYTES, handler_factory
 from .http1 import FastRequest, HTTP1Protocol
+from .query_params import parse_bool, validate_field_manager
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
 from .watchcache import CacheSet
@@ -44,6 +46,7 @@ PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version"}
 CLIENT_MAX_SIZE = 4 * 1024 * 1024
 KEEPALIVE_TIMEOUT = 75.0  # seconds an idle keep-alive connection is kept, aiohttp's default
 VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
 
 @dataclass
@@ -188,8 +191,8 @@ class APIServer:
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         ssl_ctx = self._ssl_context() if cfg.tls else None
-        fallback = self._runner.server
-        assert fallback is not None
+        assert self._runner.server is not None
+        fallback = handler_factory(self._runner.server)
         app, conns = self.app, self._conns
 
         def protocol() -> HTTP1Protocol:
@@ -340,7 +343,8 @@ class APIServer:
                     c.close_idle()
 
     def _build_app(self) -> web.Application:
-        app = web.Application(client_max_size=CLIENT_MAX_SIZE, handler_args={"max_field_size": 65536})
+        app = web.Application(client_max_size=CLIENT_MAX_SIZE, handler_args={
+            "max_field_size": MAX_FIELD_BYTES, "max_line_size": MAX_HEADER_BYTES})
         app[appkeys.SERVER] = self
         app[appkeys.AUTHENTICATOR] = self.authenticator
         app[appkeys.AUTHORIZER] = self.authorizer
@@ -448,13 +452,15 @@ class APIServer:
             if info.name:
                 verb = "get"
             else:
-                verb = "watch" if (info.legacy_watch or q.get("watch", "").lower() in ("1", "true")) else "list"
+                verb = "watch" if (info.legacy_watch or parse_bool(q.get("watch"))) else "list"
         elif m == "DELETE" and not info.name:
             verb = "deletecollection"
         else:
             verb = VERB_BY_METHOD.get(m, m.lower())
         self._authorize(user, info, verb, path)
         fm = q.get("fieldManager", "")
+        if fm and m in _OPTIONS_KIND:
+            validate_field_manager(fm, _OPTIONS_KIND[m])
         if not fm and m in ("POST", "PUT", "PATCH"):
             from ..api.patch import manager_from_user_agent
 
