@@ -248,3 +248,84 @@ def test_header_over_the_limit_is_431(seeded, path, size, count, first):
 def test_header_under_the_limit_is_served(seeded):
     data = _send(seeded, _get(f"{NS}/configmaps/bad-input", 40 * 1024, 4))
     assert data.startswith(b"HTTP/1.1 200 OK"), data[:200]
+
+
+# ---- nesting -------------------------------------------------------------------------------------
+
+DEEP = "/apis/example.com/v1/namespaces/default/deeps"
+
+
+@pytest.fixture(scope="module")
+def deep_crd(seeded):
+    import time
+
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "deeps.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "deeps", "singular": "deep", "kind": "Deep"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
+    r = raw_request(seeded, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert r.status == 201, r.body
+    deadline = time.monotonic() + 30
+    while raw_request(seeded, "GET", DEEP).status != 200:
+        assert time.monotonic() < deadline, "the custom resource is not served"
+        time.sleep(0.1)
+    return seeded
+
+
+def _deep_body(name: str, levels: int, opener: str = '{"a":', closer: str = "}") -> str:
+    """A Deep whose whole document nests `levels` containers (the outermost object counted)."""
+    inner = opener * (levels - 1) + "1" + closer * (levels - 1)
+    return '{"apiVersion":"example.com/v1","kind":"Deep","metadata":{"name":"' + name + '"},"spec":' + inner + "}"
+
+
+def test_nesting_within_the_limit_is_stored_and_watched(deep_crd):
+    from pyk8s.apiserver.nesting import MAX_DEPTH
+
+    r = raw_request(deep_crd, "POST", DEEP, _deep_body("at-limit", MAX_DEPTH))
+    assert r.status == 201, r.body[:300]
+    r = raw_request(deep_crd, "GET", DEEP + "?watch=1&timeoutSeconds=1")
+    assert r.status == 200 and b'"at-limit"' in r.body
+    r = raw_request(deep_crd, "GET", DEEP, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    assert r.status == 200 and b'"at-limit"' in r.body
+
+
+@pytest.mark.parametrize("levels,opener,closer,char", [
+    (201, '{"a":', "}", "{"), (201, "[", "]", "["), (10_001, '{"a":', "}", "{"), (20_000, "[", "]", "["),
+])
+def test_nesting_past_the_limit_is_400(deep_crd, levels, opener, closer, char):
+    """Upstream refuses past 10,000 levels with Go's scanner error; ours stops at MAX_DEPTH (docs/bad-input.md)."""
+    body = _deep_body(f"deep-{levels}", levels, opener, closer)
+    r = raw_request(deep_crd, "POST", DEEP, body)
+    st = r.json()
+    assert (r.status, st["reason"]) == (400, "BadRequest"), r.body[:300]
+    assert st["message"] == ("the object provided is unrecognized (must be of type Deep): couldn't get version/kind; "
+                             f"json parse error: invalid character '{char}' exceeded max nesting depth "
+                             f"({body[:30]} ...)")
+
+
+def test_a_patch_that_nests_past_the_limit_is_400(deep_crd):
+    r = raw_request(deep_crd, "POST", DEEP, _deep_body("patched", 150))
+    assert r.status == 201, r.body[:200]
+    path = "/spec" + "/a" * 148 + "/b"
+    value: Any = 1
+    for _ in range(60):
+        value = {"c": value}
+    r = raw_request(deep_crd, "PATCH", DEEP + "/patched", [{"op": "add", "path": path, "value": value}],
+                    {"Content-Type": "application/json-patch+json"})
+    st = r.json()
+    assert (r.status, st["reason"], st["message"]) == (400, "BadRequest",
+                                                       "invalid character '{' exceeded max nesting depth"), r.body[:300]
+    r = raw_request(deep_crd, "GET", DEEP + "?watch=1&timeoutSeconds=1")
+    assert r.status == 200 and b'"patched"' in r.body
+
+
+def test_deep_yaml_is_400(deep_crd):
+    body = "apiVersion: example.com/v1\nkind: Deep\nmetadata: {name: deep-yaml}\nspec:\n"
+    body += "".join("  " * (i + 1) + "a:\n" for i in range(300)) + "  " * 301 + "b: 1\n"
+    r = raw_request(deep_crd, "POST", DEEP, body.encode(), {"Content-Type": "application/yaml"})
+    st = r.json()
+    assert (r.status, st["reason"]) == (400, "BadRequest"), r.body[:300]
+    assert "error converting YAML to JSON: yaml: exceeded max depth of 200" in st["message"]

@@ -8,6 +8,7 @@ import orjson
 import yaml
 
 from ..api import errors as E
+from . import nesting
 from .negotiation import Output
 from .yaml_limits import EXCESSIVE_ALIASING, excessive_aliasing
 
@@ -74,10 +75,14 @@ def decode_body(body: bytes, content_type: str, kind: str = "") -> Any:
     if ct not in JSON_TYPES:
         raise E.new_unsupported_media_type(ct)
     try:
-        return orjson.loads(body)
+        obj = orjson.loads(body)
     except orjson.JSONDecodeError as e:
-        err = f"couldn't get version/kind; json parse error: {_json_msg(e)}"
+        err = f"couldn't get version/kind; json parse error: {_json_msg(e, body)}"
         raise (unrecognized(kind, err, body) if kind else E.new_bad_request(err)) from None
+    if nesting.exceeds(obj, body):
+        err = f"couldn't get version/kind; json parse error: {nesting.too_deep(nesting.deep_char(obj))}"
+        raise unrecognized(kind, err, body) if kind else E.new_bad_request(err)
+    return obj
 
 
 def _decode_yaml(body: bytes, kind: str) -> Any:
@@ -95,6 +100,8 @@ def _decode_yaml(body: bytes, kind: str) -> Any:
         obj = loader.construct_document(root)
     except yaml.YAMLError as e:
         raise fail(_yaml_msg(e)) from None
+    except RecursionError:  # PyYAML's constructor recurses per level: far past our limit
+        raise fail(f"exceeded max depth of {nesting.MAX_DEPTH}") from None
     finally:
         loader.dispose()
     if b"*" in body or b"<<" in body:
@@ -105,11 +112,16 @@ def _decode_yaml(body: bytes, kind: str) -> Any:
             size = 0
         if size > MAX_REQUEST_BYTES:
             raise E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}")
+    if nesting.exceeds(obj, None):
+        raise fail(f"exceeded max depth of {nesting.MAX_DEPTH}")
     return obj
 
 
-def _json_msg(e: orjson.JSONDecodeError) -> str:
+def _json_msg(e: orjson.JSONDecodeError, body: bytes) -> str:
     msg = str(e)
+    if msg.startswith("depth limit exceeded"):  # orjson's own limit (1024), far past ours
+        ch = body[e.pos:e.pos + 1].decode("ascii", "replace")
+        return nesting.too_deep(ch if ch in ("{", "[") else "{")
     if "unexpected end" in msg.lower() or "EOF" in msg:
         return "unexpected end of JSON input"
     return msg

@@ -137,7 +137,7 @@ def serialize(resp: web.StreamResponse, keep_alive: bool) -> bytes:
         if lk in ("content-length", "connection", "date", "transfer-encoding"):
             continue
         has_ct = has_ct or lk == "content-type"
-        head.append(f"{k}: {v}\r\n".encode("latin-1"))
+        head.append(f"{k}: {v}\r\n".encode())  # UTF-8, as Go writes it (a Warning may quote any field name)
     if status >= 200 and status not in (204, 304):
         if body and not has_ct:
             head.append(b"Content-Type: application/octet-stream\r\n")
