@@ -120,6 +120,24 @@ def test_empty_nested_key_is_dropped(seeded):
     assert "" not in obj["metadata"] and obj["metadata"]["labels"] == {"a": "b"} and obj["data"] == {"k": "kept"}
 
 
+def test_warning_for_a_non_latin1_field_is_utf8(seeded):
+    """Upstream: `Warning: 299 - "unknown field \"名前\""`, UTF-8 in the header (it had been an empty 500)."""
+    r = raw_request(seeded, "POST", f"{NS}/configmaps?fieldValidation=Warn",
+                    {"metadata": {"name": "utf8-warning"}, "名前": "x"})
+    assert r.status == 201, r.body
+    assert [w.encode("latin-1").decode() for w in r.headers.get_all("Warning")] == ['299 - "unknown field \\"名前\\""']
+
+
+@pytest.mark.parametrize("field", ["a\r\nX-Injected: yes", "a\nb", "a\x00b", "a\x85b"])
+def test_warning_with_control_characters_is_dropped(seeded, field):
+    """As upstream's NewWarningHeader: a text with control characters is no Warning (never a split header)."""
+    r = raw_request(seeded, "POST", f"{NS}/configmaps?fieldValidation=Warn",
+                    {"metadata": {"name": "ctl-" + str(abs(hash(field)))}, field: "x", "plain": 1})
+    assert r.status == 201, r.body
+    assert r.headers.get("X-Injected") is None
+    assert r.headers.get_all("Warning") == ['299 - "unknown field \\"plain\\""']
+
+
 def test_duplicate_key_under_warn_is_a_warning(seeded):
     r = raw_request(seeded, "POST", f"{NS}/configmaps?fieldValidation=Warn",
                     b'{"metadata":{"name":"dup-warn"},"data":{"a":"1", "a":"2"}}')

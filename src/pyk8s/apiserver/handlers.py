@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -72,6 +73,18 @@ _bool = parse_bool  # query parameter bools convert as upstream's
 def warning_value(text: str) -> str:
     """A Warning header value as upstream writes it: code 299, agent "-", quoted text with escapes."""
     return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# what upstream's NewWarningHeader refuses (control characters) and what is not UTF-8 (lone surrogates)
+_NOT_A_WARNING = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def add_warnings(resp: web.StreamResponse, texts: Any) -> None:
+    """Warning headers for texts; as upstream, a text with control characters is dropped (it would
+    break the header, or inject others: field names come from the request)."""
+    for w in texts:
+        if _NOT_A_WARNING.search(w) is None:
+            resp.headers.add("Warning", warning_value(w))
 
 
 def status_response(err: E.StatusError, out: Output | None = None) -> web.Response:
@@ -140,8 +153,7 @@ class ResourceHandler:
                 obj = tables.table_for(obj["items"], res, out, obj["metadata"], include_object=q.get("includeObject"))
             body, ct = encode(obj, out)
             resp = web.Response(body=body, headers={"Content-Type": ct})
-            for w in warnings:
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp, warnings)
             return resp
         if m == "GET":
             if not info.name:
@@ -190,8 +202,7 @@ class ResourceHandler:
         resp = web.Response(body=body, status=status)
         resp.headers["Content-Type"] = ct
         if warnings:
-            for w in warnings:
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp, warnings)
         return resp
 
     # ---- read the body ------------------------------------------------------------------

@@ -28,7 +28,7 @@ from . import appkeys
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
-from .handlers import ResourceHandler, status_response, warning_value
+from .handlers import ResourceHandler, add_warnings, status_response, warning_value
 from .header_limits import MAX_FIELD_BYTES, MAX_HEADER_BYTES, handler_factory
 from .http1 import FastRequest, HTTP1Protocol
 from .query_params import parse_bool, validate_field_manager
@@ -384,8 +384,7 @@ class APIServer:
             resp = status_response(e)
             # warnings gathered before the failure still reach the client, as upstream's do
             ctx = request.get("pyk8s.ctx")
-            for w in (ctx.warnings if ctx is not None else ()):
-                resp.headers.add("Warning", warning_value(w))
+            add_warnings(resp, ctx.warnings if ctx is not None else ())
             return resp
         except asyncio.CancelledError:
             raise
