@@ -9,6 +9,7 @@ time and a failure reproduces; the budget is bounded for CI:
   PYK8S_FUZZ_EXAMPLES  examples per operation and generation mode (default 2)
   PYK8S_FUZZ_SECONDS   wall-clock budget for the whole run (default 60)
   PYK8S_FUZZ_ALL=1     every operation, not only the core paths below
+  PYK8S_FUZZ_DUMP      a file the requests that got no answer are appended to, whole
 
 Left out: streaming and connection-taking operations (watch paths, log, exec, attach,
 port-forward, proxy), which need a kubelet or a backend and stream their answers; a
@@ -68,12 +69,20 @@ def _session(cluster: Any) -> Any:
     return s
 
 
+EXAMPLES = int(os.environ.get("PYK8S_FUZZ_EXAMPLES", "2"))
+BUDGET = float(os.environ.get("PYK8S_FUZZ_SECONDS", "60"))
+
+
 @pytest.mark.slow
-def test_fuzzing_the_api_finds_no_server_error(cluster):
+@pytest.mark.timeout(int(BUDGET) + 240)  # the budget, the server's start and the last operation's examples
+def test_fuzzing_the_api_finds_no_server_error(cluster, monkeypatch):
+    import http.client
+
     from hypothesis import HealthCheck, Phase, given, settings
 
-    examples = int(os.environ.get("PYK8S_FUZZ_EXAMPLES", "2"))
-    budget = float(os.environ.get("PYK8S_FUZZ_SECONDS", "60"))
+    # as upstream, an answer may carry up to 4096 runes of warnings: more than http.client's 100 headers
+    monkeypatch.setattr(http.client, "_MAXHEADERS", 1000)
+    examples, budget = EXAMPLES, BUDGET
     doc = raw_request(cluster, "GET", "/openapi/v2").json()
     schema = schemathesis.openapi.from_dict(doc)
     ops = [r.ok() for r in schema.get_all_operations()]
@@ -100,6 +109,10 @@ def test_fuzzing_the_api_finds_no_server_error(cluster):
                     r = case.call(base_url=cluster.url, session=session, timeout=60)
                 except requests.exceptions.RequestException as e:
                     failures.append(f"{e!r}\n  {case.as_curl_command()}")
+                    dump = os.environ.get("PYK8S_FUZZ_DUMP")
+                    if dump:  # the whole request, to replay it (curl lines are long)
+                        with open(dump, "a") as f:
+                            f.write(repr((case.method, case.formatted_path, case.query, case.headers, case.body)) + "\n")
                     return
                 sent += 1
                 if r.status_code >= 500:

@@ -79,12 +79,47 @@ def warning_value(text: str) -> str:
 _NOT_A_WARNING = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
+_WARNINGS_TOTAL_RUNES = 4 * 1024  # upstream's truncateAtTotalRunes
+_WARNING_ITEM_RUNES = 256  # upstream's truncateItemRunes
+
+
+def warning_headers(texts: Any) -> list[str]:
+    """Warning header values for texts, as upstream's warning recorder writes them: each text once;
+    a text with control characters is dropped (NewWarningHeader refuses it: field names come from
+    the request, and a CR/LF would split the response); past 4096 runes in all, every warning is
+    cut to 256 runes and, once that total is reached again, the rest are dropped."""
+    out: list[str] = []
+    seen: set[str] = set()
+    ordered: list[str] = []
+    written = 0
+    truncating = False
+    for text in texts:
+        if not text or text in seen:
+            continue
+        if truncating and written >= _WARNINGS_TOTAL_RUNES:
+            break
+        seen.add(text)
+        ordered.append(text)
+        if truncating:
+            text = text[:_WARNING_ITEM_RUNES]
+        if _NOT_A_WARNING.search(text) is not None:
+            continue
+        if written + len(text) <= _WARNINGS_TOTAL_RUNES or truncating:
+            written += len(text)
+            out.append(warning_value(text))
+            continue
+        truncating, written, out = True, 0, []  # replay all of them, truncated
+        for t in ordered:
+            t = t[:_WARNING_ITEM_RUNES]
+            if _NOT_A_WARNING.search(t) is None:
+                written += len(t)
+                out.append(warning_value(t))
+    return out
+
+
 def add_warnings(resp: web.StreamResponse, texts: Any) -> None:
-    """Warning headers for texts; as upstream, a text with control characters is dropped (it would
-    break the header, or inject others: field names come from the request)."""
-    for w in texts:
-        if _NOT_A_WARNING.search(w) is None:
-            resp.headers.add("Warning", warning_value(w))
+    for value in warning_headers(texts):
+        resp.headers.add("Warning", value)
 
 
 def status_response(err: E.StatusError, out: Output | None = None) -> web.Response:
