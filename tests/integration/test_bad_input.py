@@ -347,3 +347,32 @@ def test_deep_yaml_is_400(deep_crd):
     st = r.json()
     assert (r.status, st["reason"]) == (400, "BadRequest"), r.body[:300]
     assert "error converting YAML to JSON: yaml: exceeded max depth of 200" in st["message"]
+
+
+def _continue_token(rv: Any) -> str:
+    import base64
+    import json
+
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": "a"}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("rv,code", [(2 ** 62, 504), (2 ** 63 + 5, 400), (10 ** 30, 400), (-5, 400)])
+def test_forged_continue_token_revision_is_not_a_500(seeded, rv, code):
+    """A token's revision in the future answers as upstream's store does (504 Too large resource version);
+    one no int64 holds is not a valid token (400)."""
+    r = raw_request(seeded, "GET", f"{NS}/configmaps?limit=1&continue={_continue_token(rv)}")
+    st = r.json()
+    assert (r.status, st["code"]) == (code, code), r.body
+    if code == 504:
+        assert st["reason"] == "Timeout" and st["message"].startswith(f"Too large resource version: {rv}, current: ")
+    else:
+        assert st["message"] == ("continue key is not valid: incorrect encoded start resourceVersion "
+                                 "(version meta.k8s.io/v1)")
+
+
+def test_exact_list_past_int64_is_not_asked_of_the_store(seeded):
+    r = raw_request(seeded, "GET", f"{NS}/configmaps?resourceVersion={2 ** 64 - 1}&resourceVersionMatch=Exact")
+    st = r.json()
+    assert (r.status, st["reason"]) == (504, "Timeout"), r.body
+    assert st["message"].startswith(f"Too large resource version: {2 ** 64 - 1}, current: ")

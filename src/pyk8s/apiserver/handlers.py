@@ -437,8 +437,12 @@ class ResourceHandler:
                 items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, start, rev)
             except CompactedError:
                 raise E.StatusError(410, "Expired", _CONTINUE_EXPIRED) from None
+            except FutureRevisionError as fe:  # a forged token's revision: as upstream's etcd3 store answers it
+                raise E.new_timeout(f"Too large resource version: {fe.requested}, current: {fe.current}", 1) from None
         elif (rv and match == "Exact") or (rv and rv != "0" and limit and not match):
             rev_n = parse_resource_version(rv)
+            if rev_n >= 1 << 63:  # past any store's revisions (etcd's are int64): never asked of the store
+                raise E.new_timeout(f"Too large resource version: {rev_n}, current: {self.rest.store.revision}", 1)
             try:
                 items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, None, rev_n)
             except CompactedError:
@@ -725,7 +729,7 @@ def _decode_continue(token: str, res: Resource, ns: str | None, registry: Regist
         start = str(data["start"])
     except Exception:
         raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from None
-    if rev <= 0 or ".." in start or start.startswith("/"):
+    if not 0 < rev < 1 << 63 or ".." in start or start.startswith("/"):  # upstream's token holds an int64
         raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
     prefix = registry.storage_resource(res).key_prefix(ns if res.namespaced else None)
     key = prefix + start.rstrip("\x00")
