@@ -376,3 +376,47 @@ def test_exact_list_past_int64_is_not_asked_of_the_store(seeded):
     st = r.json()
     assert (r.status, st["reason"]) == (504, "Timeout"), r.body
     assert st["message"].startswith(f"Too large resource version: {2 ** 64 - 1}, current: ")
+
+
+def test_type_error_message_is_wrapped_once(seeded):
+    r = raw_request(seeded, "POST", f"{NS}/configmaps", {"metadata": {"name": "typed"}, "data": 5})
+    st = r.json()
+    assert (r.status, st["reason"], st["message"]) == (
+        400, "BadRequest", 'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal number '
+        "into Go struct field ConfigMap.data of type map[string]string"), r.body
+
+
+SMP = {"Content-Type": "application/strategic-merge-patch+json"}
+
+
+@pytest.mark.parametrize("patch,message", [
+    ({"spec": {"containers": [{"$patch": "delete"}]}}, "map: map[$patch:delete] does not contain declared merge key: name"),
+    ({"spec": {"$setElementOrder/containers": "x"}}, "expected a []interface {}, but received a string"),
+    ({"spec": {"containers": [{"name": "c", "$patch": "bogus"}]}},
+     "unknown patch type: bogus in map: map[$patch:bogus name:c]"),
+])
+def test_strategic_patch_errors_are_400(seeded, patch, message):
+    """Upstream answers these with a reason-less 500 (a plain error reaching its error writer): ours is a 400."""
+    pod = {"metadata": {"name": "smp"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    raw_request(seeded, "POST", f"{NS}/pods", pod)
+    r = raw_request(seeded, "PATCH", f"{NS}/pods/smp", patch, SMP)
+    st = r.json()
+    assert (r.status, st["reason"], st["message"]) == (400, "BadRequest", message), r.body
+
+
+def test_json_patch_setting_metadata_null_is_not_a_500(seeded):
+    r = raw_request(seeded, "PATCH", f"{NS}/configmaps/bad-input", [{"op": "replace", "path": "/metadata", "value": None}],
+                    {"Content-Type": "application/json-patch+json"})
+    assert r.status < 500 and r.json()["kind"] in ("Status", "ConfigMap"), r.body
+
+
+@pytest.mark.parametrize("doc,expect", [
+    (b"data: {a: !!binary aGVsbG8=}", {"a": "hello"}),
+    (b"data: {a: 2001-12-14}", {"a": "2001-12-14"}),
+])
+def test_yaml_values_json_has_no_type_for_are_converted(seeded, doc, expect):
+    name = f"yaml-{abs(hash(doc))}"
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name.encode() + b"}\n" + doc
+    r = raw_request(seeded, "POST", f"{NS}/configmaps", body, {"Content-Type": "application/yaml"})
+    assert r.status == 201, r.body
+    assert r.json()["data"] == expect

@@ -104,17 +104,29 @@ def _decode_yaml(body: bytes, kind: str) -> Any:
         raise fail(f"exceeded max depth of {nesting.MAX_DEPTH}") from None
     finally:
         loader.dispose()
-    if b"*" in body or b"<<" in body:
-        # aliases expand when the object is written out: the request limit holds for what it decodes to
-        try:
-            size = len(orjson.dumps(obj, default=str))
-        except (TypeError, orjson.JSONEncodeError):
-            size = 0
-        if size > MAX_REQUEST_BYTES:
-            raise E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}")
-    if nesting.exceeds(obj, None):
+    # YAML to JSON, as upstream converts it before decoding: JSON values only (dates and binary as
+    # strings, keys as strings), aliases expanded into copies; the request limit holds for the result
+    try:
+        data = orjson.dumps(obj, default=_yaml_value, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError as e:
+        if "Recursion limit" in str(e):
+            raise fail(f"exceeded max depth of {nesting.MAX_DEPTH}") from None
+        raise fail(str(e)) from None
+    if len(data) > MAX_REQUEST_BYTES:
+        raise E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}")
+    obj = orjson.loads(data)
+    if nesting.exceeds(obj, data):
         raise fail(f"exceeded max depth of {nesting.MAX_DEPTH}")
     return obj
+
+
+def _yaml_value(v: Any) -> Any:
+    """The JSON form of a YAML value JSON has no type for (go-yaml gives !!binary's bytes as a string)."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, (set, frozenset)):
+        return sorted(v, key=str)
+    return str(v)
 
 
 def _json_msg(e: orjson.JSONDecodeError, body: bytes) -> str:

@@ -53,10 +53,8 @@ def check(obj: dict[str, Any], res: Resource, ctx: Any) -> None:
     else:
         # one walk finds both; the unknown fields count only when the types are right
         type_errs, unknown = strict.check_fields(res.group, res.version, res.kind, obj)
-        if type_errs:
-            raise E.new_bad_request(
-                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: {type_errs[0]}'
-            )
+        if type_errs:  # (already in upstream's "<Kind> in version ... cannot be handled as" form)
+            raise E.new_bad_request(type_errs[0])
     if not unknown:
         return
     if mode == "Strict":

@@ -564,7 +564,11 @@ def check_fields(group: str, version: str, kind: str, obj: Any) -> tuple[list[st
         if ck is not None:
             key = f"{group}/{version}/{kind}\0".encode() + ck
             if key in _CLEAN_SPECS:
-                w.check(node, {k: v for k, v in obj.items() if k != "spec"}, node.goname, "")
+                rest = {k: v for k, v in obj.items() if k != "spec"}
+                w.check(node, rest, node.goname, "")
+                if w.nulls:  # the fields the walk decoded away went from the copy only
+                    for k in [k for k in obj if k != "spec" and k not in rest]:
+                        del obj[k]
                 return _wrapped_type_errors(w, kind, version), w.unknown
     w.check(node, obj, node.goname, "")
     if key is not None and not w.saved and w.fatal is None and not w.unknown and not w.nulls:
