@@ -420,3 +420,16 @@ def test_yaml_values_json_has_no_type_for_are_converted(seeded, doc, expect):
     r = raw_request(seeded, "POST", f"{NS}/configmaps", body, {"Content-Type": "application/yaml"})
     assert r.status == 201, r.body
     assert r.json()["data"] == expect
+
+
+@pytest.mark.parametrize("body,message", [
+    ({"preconditions": "x"}, 'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: json: cannot unmarshal '
+                             "string into Go struct field DeleteOptions.preconditions of type v1.Preconditions"),
+    ({"gracePeriodSeconds": "x"}, 'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: json: cannot '
+                                  "unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"),
+    ([1, 2], "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type " + GO_STRUCT),
+])
+def test_malformed_delete_options_are_400(seeded, body, message):
+    r = raw_request(seeded, "DELETE", f"{NS}/configmaps/bad-input", body)
+    st = r.json()
+    assert (r.status, st["reason"], st["message"]) == (400, "BadRequest", message), r.body

@@ -362,8 +362,14 @@ class ResourceHandler:
             body = await request.read()
             if body.strip():
                 o = decode_body(body, request.headers.get("Content-Type", "application/json"))
-                if isinstance(o, dict):
-                    opts.update(o)
+                if not isinstance(o, dict):
+                    raise E.new_bad_request(not_an_object(o))  # (upstream's decoder error, there a 500)
+                from ..api.schema import strict
+
+                type_errs, _ = strict.check_fields("", "v1", "DeleteOptions", o)
+                if type_errs:
+                    raise E.new_bad_request(type_errs[0])
+                opts.update(o)
         q = request.query
         if "gracePeriodSeconds" in q:
             opts["gracePeriodSeconds"] = parse_int64(q["gracePeriodSeconds"])
