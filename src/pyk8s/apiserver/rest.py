@@ -49,8 +49,8 @@ def encode_for_store(obj: dict[str, Any]) -> bytes:
         # a request that decoded within the limit and was patched past it: refused as a decode would be
         raise E.new_bad_request(nesting.too_deep(nesting.deep_char(obj)))
     if len(data) > MAX_OBJECT_BYTES:
-        # what upstream clients see when etcd refuses the write
-        raise E.StatusError(500, "", "etcdserver: request is too large")
+        # etcd's refusal, in upstream's words; upstream passes it on as a 500, but the object is the client's
+        raise E.new_request_entity_too_large("etcdserver: request is too large")
     return data
 
 
