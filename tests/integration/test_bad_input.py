@@ -433,3 +433,18 @@ def test_malformed_delete_options_are_400(seeded, body, message):
     r = raw_request(seeded, "DELETE", f"{NS}/configmaps/bad-input", body)
     st = r.json()
     assert (r.status, st["reason"], st["message"]) == (400, "BadRequest", message), r.body
+
+
+@pytest.mark.parametrize("meta,message", [
+    ({"name": 5}, "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string"),
+    ({"name": "labels-list", "labels": [1]},
+     "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type map[string]string"),
+])
+def test_custom_resource_metadata_is_decoded_as_object_meta(deep_crd, meta, message):
+    """A number for a custom resource's name was stored, and every later list of the resource was a 500."""
+    body = {"apiVersion": "example.com/v1", "kind": "Deep", "metadata": meta, "spec": {}}
+    r = raw_request(deep_crd, "POST", DEEP, body)
+    st = r.json()
+    assert (r.status, st["reason"], st["message"]) == (
+        400, "BadRequest", f'Deep in version "v1" cannot be handled as a Deep: {message}'), r.body
+    assert raw_request(deep_crd, "GET", DEEP).status == 200

@@ -49,6 +49,11 @@ def _drop_path(obj: Any, path: str) -> None:
 def check(obj: dict[str, Any], res: Resource, ctx: Any) -> None:
     mode = ctx.field_validation or "Strict"
     if res.crd is not None:
+        # metadata is an ObjectMeta for custom resources too: a number for a name is refused, not
+        # stored (it broke every later list of the resource)
+        err = strict.object_meta_type_error(res.kind, res.version, obj.get("metadata"))
+        if err:
+            raise E.new_bad_request(err)
         unknown = _unknown_structural(obj, res)
     else:
         # one walk finds both; the unknown fields count only when the types are right

@@ -35,6 +35,7 @@ __all__ = [
     "strict_decoding_message",
     "cannot_handle_message",
     "object_meta_unknown_fields",
+    "object_meta_type_error",
 ]
 
 # node kinds
@@ -279,6 +280,17 @@ def drop_unknown_fields(group: str, version: str, kind: str, obj: Any) -> None:
     node = _root(group, version, kind)
     if node is not None:
         _unknown(node, obj, "", [], drop=True)
+
+
+def object_meta_type_error(kind: str, version: str, meta: Any) -> str | None:
+    """The decode error of a custom resource's metadata, as for built-in kinds (None if it decodes);
+    nulls in it become what Go decodes them to, as for built-in kinds."""
+    node = _meta_node()
+    w = _TypeWalk()
+    w.stack.append("metadata")
+    w.check(node, meta, "ObjectMeta")
+    errs = _wrapped_type_errors(w, kind, version)
+    return errs[0] if errs else None
 
 
 def object_meta_unknown_fields(meta: Any, prefix: str = "metadata", drop: bool = False) -> list[str]:
