@@ -38,7 +38,26 @@ CORE = (
     "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles",
     "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
     "/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+    "/apis/fuzz.example.com/v1/",  # the custom resource below
 )
+# a custom resource with a structural schema, a preserved-unknown-fields part, status and scale
+CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+       "metadata": {"name": "widgets.fuzz.example.com"},
+       "spec": {"group": "fuzz.example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": True, "storage": True,
+                              "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                                                       "statusReplicasPath": ".status.replicas"}},
+                              "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                  "spec": {"type": "object", "properties": {
+                                      "replicas": {"type": "integer", "minimum": 0},
+                                      "name": {"type": "string", "maxLength": 10},
+                                      "items": {"type": "array", "x-kubernetes-list-type": "map",
+                                                "x-kubernetes-list-map-keys": ["k"],
+                                                "items": {"type": "object", "required": ["k"],
+                                                          "properties": {"k": {"type": "string"}}}},
+                                      "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
+                                  "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}}}]}}
 SKIP = ("/watch/", "/log", "/exec", "/attach", "/portforward", "/proxy")
 
 
@@ -83,6 +102,12 @@ def test_fuzzing_the_api_finds_no_server_error(cluster, monkeypatch):
     # as upstream, an answer may carry up to 4096 runes of warnings: more than http.client's 100 headers
     monkeypatch.setattr(http.client, "_MAXHEADERS", 1000)
     examples, budget = EXAMPLES, BUDGET
+    r = raw_request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
+    assert r.status in (201, 409), r.body
+    until = time.monotonic() + 30
+    while b"fuzz.example.com" not in raw_request(cluster, "GET", "/openapi/v2").body:
+        assert time.monotonic() < until, "the custom resource is not in /openapi/v2"
+        time.sleep(0.2)
     doc = raw_request(cluster, "GET", "/openapi/v2").json()
     schema = schemathesis.openapi.from_dict(doc)
     ops = [r.ok() for r in schema.get_all_operations()]
