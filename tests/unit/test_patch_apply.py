@@ -253,7 +253,7 @@ def test_custom_resource_with_schema():
         "f:items": {'k:{"id":"a"}': {".": {}, "f:id": {}, "f:v": {}}}, "f:size": {}, "f:tags": {}}}
     with pytest.raises(StatusError) as ei:
         server_side_apply(None, {**cfg, "spec": {"unknown": 1}}, "m", schema=schema)
-    assert ei.value.code == 500
+    assert ei.value.code == 400  # upstream: a 500 (a plain error); bad input is a 4xx
     assert ei.value.message == ("failed to create typed patch object (/w; example.com/v1, Kind=Widget): "
                                 ".spec.unknown: field not declared in schema")
 

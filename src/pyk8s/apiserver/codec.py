@@ -8,10 +8,12 @@ import orjson
 import yaml
 
 from ..api import errors as E
+from . import nesting
 from .jsonwire import dumps as json_dumps
 from .negotiation import Output
+from .yaml_limits import EXCESSIVE_ALIASING, excessive_aliasing
 
-__all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES", "JSON_TYPES", "media_type"]
+__all__ = ["decode_body", "encode", "MAX_REQUEST_BYTES", "JSON_TYPES", "media_type", "summarize_data", "unrecognized"]
 
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # upstream's default request body limit
 
@@ -27,7 +29,26 @@ def media_type(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def decode_body(body: bytes, content_type: str) -> Any:
+def summarize_data(data: bytes, max_length: int = 30) -> str:
+    """How upstream quotes a body it could not decode: text if it starts like JSON, else hex."""
+    if not data:
+        return "<empty>"
+    head = data[:max_length]
+    more = " ..." if len(data) > max_length else ""
+    if data[:1] == b"{":
+        return head.decode("utf-8", "replace") + more
+    return head.hex() + more
+
+
+def unrecognized(kind: str, err: str, body: bytes) -> E.StatusError:
+    """400 for a body whose version/kind could not be read, as upstream's transformDecodeError."""
+    return E.new_bad_request(f"the object provided is unrecognized (must be of type {kind}): {err} "
+                             f"({summarize_data(body)})")
+
+
+def decode_body(body: bytes, content_type: str, kind: str = "") -> Any:
+    """The decoded body. kind: the type the body must be (the request's object), for upstream's
+    decode error texts; without it they are the bare decoder errors."""
     ct = media_type(content_type)
     if len(body) > MAX_REQUEST_BYTES:
         raise E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}")
@@ -37,10 +58,7 @@ def decode_body(body: bytes, content_type: str) -> Any:
             return orjson.loads(body)
         except orjson.JSONDecodeError:
             pass
-        try:
-            return yaml.load(body, Loader=_YAML_LOADER)
-        except yaml.YAMLError as e:
-            raise E.new_bad_request(f"error converting YAML to JSON: yaml: {_yaml_msg(e)}") from None
+        return _decode_yaml(body, kind)
     if ct == "application/vnd.kubernetes.protobuf":
         # kubectl's typed clients (create, drain, ...) send protobuf bodies
         try:
@@ -58,13 +76,65 @@ def decode_body(body: bytes, content_type: str) -> Any:
     if ct not in JSON_TYPES:
         raise E.new_unsupported_media_type(ct)
     try:
-        return orjson.loads(body)
+        obj = orjson.loads(body)
     except orjson.JSONDecodeError as e:
-        raise E.new_bad_request(f"couldn't get version/kind; json parse error: {_json_msg(e)}") from None
+        err = f"couldn't get version/kind; json parse error: {_json_msg(e, body)}"
+        raise (unrecognized(kind, err, body) if kind else E.new_bad_request(err)) from None
+    if nesting.exceeds(obj, body):
+        err = f"couldn't get version/kind; json parse error: {nesting.too_deep(nesting.deep_char(obj))}"
+        raise unrecognized(kind, err, body) if kind else E.new_bad_request(err)
+    return obj
 
 
-def _json_msg(e: orjson.JSONDecodeError) -> str:
+def _decode_yaml(body: bytes, kind: str) -> Any:
+    def fail(err: str) -> E.StatusError:
+        err = f"error converting YAML to JSON: yaml: {err}"
+        return unrecognized(kind, err, body) if kind else E.new_bad_request(err)
+
+    loader = _YAML_LOADER(body)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        if b"*" in body and excessive_aliasing(root):
+            raise fail(EXCESSIVE_ALIASING)
+        obj = loader.construct_document(root)
+    except yaml.YAMLError as e:
+        raise fail(_yaml_msg(e)) from None
+    except RecursionError:  # PyYAML's constructor recurses per level: far past our limit
+        raise fail(f"exceeded max depth of {nesting.MAX_DEPTH}") from None
+    finally:
+        loader.dispose()
+    # YAML to JSON, as upstream converts it before decoding: JSON values only (dates and binary as
+    # strings, keys as strings), aliases expanded into copies; the request limit holds for the result
+    try:
+        data = orjson.dumps(obj, default=_yaml_value, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError as e:
+        if "Recursion limit" in str(e):
+            raise fail(f"exceeded max depth of {nesting.MAX_DEPTH}") from None
+        raise fail(str(e)) from None
+    if len(data) > MAX_REQUEST_BYTES:
+        raise E.new_request_entity_too_large(f"limit is {MAX_REQUEST_BYTES}")
+    obj = orjson.loads(data)
+    if nesting.exceeds(obj, data):
+        raise fail(f"exceeded max depth of {nesting.MAX_DEPTH}")
+    return obj
+
+
+def _yaml_value(v: Any) -> Any:
+    """The JSON form of a YAML value JSON has no type for (go-yaml gives !!binary's bytes as a string)."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, (set, frozenset)):
+        return sorted(v, key=str)
+    return str(v)
+
+
+def _json_msg(e: orjson.JSONDecodeError, body: bytes) -> str:
     msg = str(e)
+    if msg.startswith("depth limit exceeded"):  # orjson's own limit (1024), far past ours
+        ch = body[e.pos:e.pos + 1].decode("ascii", "replace")
+        return nesting.too_deep(ch if ch in ("{", "[") else "{")
     if "unexpected end" in msg.lower() or "EOF" in msg:
         return "unexpected end of JSON input"
     return msg

@@ -1,8 +1,6 @@
 """Upstream's texts for bodies the server cannot turn into the object a request needs.
 
-- A create/update body whose kind cannot be read (not JSON, not an object) is refused as
-  upstream's `transformDecodeError` words it: `the object provided is unrecognized (must be
-  of type ConfigMap): <decode error> (<summary of the body>)`.
+- (A create/update body whose kind cannot be read is worded in codec.unrecognized.)
 - A strategic merge patch whose result holds a value of the wrong shape (a string where a
   map is) is a 422, as upstream's `applyPatchToObject` reports what its unstructured
   converter said: ` "" is invalid: patch: Invalid value: "map[...]": cannot restore map
@@ -17,29 +15,10 @@ from typing import Any
 from ..api import errors as E
 from ..api.schema._gocompat import go_float
 
-__all__ = ["summarize_data", "unrecognized_object", "strategic_patch_invalid", "go_sprint"]
+__all__ = ["strategic_patch_invalid", "go_sprint"]
 
-_VERSION_KIND = "couldn't get version/kind"
 # what strict.py reports for a value of the wrong JSON type (Go's json decoder's words)
 _TYPE_ERR = re.compile(r"json: cannot unmarshal (\w+) into Go (?:struct field \S+|value) of type (\S+)")
-
-
-def summarize_data(data: bytes, max_length: int = 30) -> str:
-    """The body as upstream's summarizeData shows it: text if it starts like an object, else hex."""
-    if not data:
-        return "<empty>"
-    if data[:1] == b"{":
-        cut = data[:max_length].decode("utf-8", "replace")
-        return cut + " ..." if len(data) > max_length else cut
-    return data[:max_length].hex() + (" ..." if len(data) > max_length else "")
-
-
-def unrecognized_object(err: E.StatusError, kind: str, body: bytes) -> E.StatusError:
-    """err, reworded as upstream when the body's version and kind could not be read."""
-    if err.code != 400 or not err.message.startswith(_VERSION_KIND):
-        return err
-    return E.new_bad_request(
-        f"the object provided is unrecognized (must be of type {kind}): {err.message} ({summarize_data(body)})")
 
 
 def go_sprint(v: Any) -> str:

@@ -21,11 +21,11 @@ from ..api.resources import Registry, Resource
 from ..storage import CompactedError, FutureRevisionError
 from . import dryrun, tables
 from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
-from .codec import JSON_TYPES, decode_body, encode, media_type
-from .decode_errors import unrecognized_object
+from .codec import JSON_TYPES, decode_body, encode, media_type, unrecognized
 from .jsonwire import dumps as json_dumps
 from .jsonwire import go_escape
 from .negotiation import Output, output_for
+from .query_params import parse_bool, parse_int64, parse_resource_version
 from .request import RequestInfo
 from .rest import RequestContext, RestStorage, deep_copy
 from .selectors import build_predicate
@@ -70,8 +70,7 @@ META_V1 = "meta.k8s.io/v1"
 DEFAULT_LIST_LIMIT_CACHE = 0
 
 
-def _bool(v: str | None) -> bool:
-    return v is not None and v.lower() in ("1", "true", "yes")
+_bool = parse_bool  # query parameter bools convert as upstream's
 
 
 def status_response(err: E.StatusError, out: Output | None = None) -> web.Response:
@@ -153,6 +152,7 @@ class ResourceHandler:
                     return await self.watch(request, res, ns, out)
                 return await self.list(request, res, ns, out)
             if sub in ("", "status", "ephemeralcontainers"):  # (pods/ephemeralcontainers reads the Pod, as upstream)
+                parse_resource_version(q.get("resourceVersion", ""))
                 obj = await self.rest.get(res, ns, info.name, consistent=q.get("resourceVersion") != "0")
                 return self.respond(self.from_storage(res, obj), out, res)
             if sub == "scale":
@@ -199,17 +199,31 @@ class ResourceHandler:
     # ---- read the body ------------------------------------------------------------------
     async def read_object(self, request: web.Request, res: Resource, ctx: RequestContext) -> dict[str, Any]:
         body = await request.read()
-        try:
-            obj = decode_body(body, request.headers.get("Content-Type", "application/json"))
-            return self.check_object(obj, res, ctx)
-        except E.StatusError as e:
-            raise unrecognized_object(e, res.kind, body) from None
+        ct = request.headers.get("Content-Type", "application/json")
+        obj = decode_body(body, ct, res.kind)
+        if not isinstance(obj, dict):
+            raise unrecognized(res.kind, not_an_object(obj), body)
+        if ctx.field_validation != "Ignore" and media_type(ct) in JSON_TYPES:
+            self.check_duplicates(body, obj, res, ctx)
+        return self.check_object(obj, res, ctx)
+
+    @staticmethod
+    def check_duplicates(body: bytes, obj: dict[str, Any], res: Resource, ctx: RequestContext) -> None:
+        """Repeated keys, as upstream's strict decoding reports them (before anything changes obj)."""
+        from .duplicate_fields import duplicate_fields
+
+        dups = duplicate_fields(body, obj)
+        if not dups:
+            return
+        if ctx.field_validation == "Strict":
+            detail = ", ".join(f'duplicate field "{d}"' for d in dups)
+            raise E.new_bad_request(f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+                                    f"strict decoding error: {detail}")
+        ctx.warnings.extend(f'duplicate field "{d}"' for d in dups)
 
     def check_object(self, obj: Any, res: Resource, ctx: RequestContext) -> dict[str, Any]:
         if not isinstance(obj, dict):
-            raise E.new_bad_request(
-                f"couldn't get version/kind; json parse error: json: cannot unmarshal {_json_type(obj)} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
-            )
+            raise E.new_bad_request(not_an_object(obj))
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")
         if kind is not None and not isinstance(kind, str) or api_version is not None and not isinstance(api_version, str):
@@ -273,6 +287,9 @@ class ResourceHandler:
 
             return self.respond(await subresources.put_scale(self, request, res, ns, name, ctx), out, None)
         obj = await self.read_object(request, res, ctx)
+        if not (obj.get("metadata") or {}).get("name"):  # as upstream's checkName, before any lookup
+            raise E.new_bad_request(f"the name of the object ({name} based on URL) was undeterminable: "
+                                    "name must be provided")
         new = self.to_storage(res, obj)
 
         def mutate(cur: dict[str, Any] | None) -> dict[str, Any]:
@@ -301,11 +318,17 @@ class ResourceHandler:
             body = await request.read()
             if body.strip():
                 o = decode_body(body, request.headers.get("Content-Type", "application/json"))
-                if isinstance(o, dict):
-                    opts.update(o)
+                if not isinstance(o, dict):
+                    raise E.new_bad_request(not_an_object(o))  # (upstream's decoder error, there a 500)
+                from ..api.schema import strict
+
+                type_errs, _ = strict.check_fields("", "v1", "DeleteOptions", o)
+                if type_errs:
+                    raise E.new_bad_request(type_errs[0])
+                opts.update(o)
         q = request.query
         if "gracePeriodSeconds" in q:
-            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+            opts["gracePeriodSeconds"] = parse_int64(q["gracePeriodSeconds"])
         if "propagationPolicy" in q:
             opts["propagationPolicy"] = q["propagationPolicy"]
         if "orphanDependents" in q:
@@ -378,11 +401,12 @@ class ResourceHandler:
                 items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, start, rev)
             except CompactedError:
                 raise E.StatusError(410, "Expired", _CONTINUE_EXPIRED) from None
+            except FutureRevisionError as fe:  # a forged token's revision: as upstream's etcd3 store answers it
+                raise E.new_timeout(f"Too large resource version: {fe.requested}, current: {fe.current}", 1) from None
         elif (rv and match == "Exact") or (rv and rv != "0" and limit and not match):
-            try:
-                rev_n = int(rv)
-            except ValueError:
-                raise E.new_bad_request(f"invalid resource version: {rv}") from None
+            rev_n = parse_resource_version(rv)
+            if rev_n >= 1 << 63:  # past any store's revisions (etcd's are int64): never asked of the store
+                raise E.new_timeout(f"Too large resource version: {rev_n}, current: {self.rest.store.revision}", 1)
             try:
                 items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, None, rev_n)
             except CompactedError:
@@ -391,10 +415,7 @@ class ResourceHandler:
                 raise E.new_too_large_resource_version(fe.requested, fe.current) from None
         else:
             if rv and rv != "0":
-                try:
-                    want = int(rv)
-                except ValueError:
-                    raise E.new_bad_request(f"invalid resource version: {rv}") from None
+                want = parse_resource_version(rv)
                 if want > self.rest.store.revision:
                     raise E.new_too_large_resource_version(want, self.rest.store.revision)
             if rv != "0":  # "0" is any state the cache has: no round trip to the store (upstream's semantics)
@@ -450,16 +471,14 @@ class ResourceHandler:
             if _bool(send_initial) and not bookmarks:
                 raise E.new_invalid("ListOptions", "", [E.FieldError(
                     "allowWatchBookmarks", "Forbidden", detail="sendInitialEvents requires allowWatchBookmarks=true")])
-        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else self.min_request_timeout * (1 + random.random())
+        timeout = float(parse_int64(q["timeoutSeconds"])) if q.get("timeoutSeconds") \
+            else self.min_request_timeout * (1 + random.random())
         cache = await self.rest.cache_for(res)
         convert = self._storage_api_version(res) != res.api_version
         initial: list[dict[str, Any]] = []
         want_initial = (not rv or rv == "0") if send_initial is None else _bool(send_initial)
         if rv and rv != "0":
-            try:
-                since = int(rv)
-            except ValueError:
-                raise E.new_bad_request(f"invalid resource version: {rv}") from None
+            since = parse_resource_version(rv)
             if since > self.rest.store.revision:
                 raise E.new_too_large_resource_version(since, self.rest.store.revision)
         else:
@@ -641,11 +660,13 @@ def _int_param(q: Any, name: str) -> int:
     v = q.get(name)
     if not v:
         return 0
-    try:
-        n = int(v)
-    except ValueError:
-        raise E.new_bad_request(f"invalid value for {name}: {v}") from None
-    return max(n, 0)
+    return max(parse_int64(v), 0)
+
+
+def not_an_object(v: Any) -> str:
+    """Upstream's error for a body that is not a JSON object, where it looks for apiVersion and kind."""
+    return (f"couldn't get version/kind; json parse error: json: cannot unmarshal {_json_type(v)} into Go value of "
+            'type struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }')
 
 
 def _json_type(v: Any) -> str:
@@ -678,7 +699,7 @@ def _decode_continue(token: str, res: Resource, ns: str | None, registry: Regist
         start = str(data["start"])
     except Exception:
         raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from None
-    if rev <= 0 or ".." in start or start.startswith("/"):
+    if not 0 < rev < 1 << 63 or ".." in start or start.startswith("/"):  # upstream's token holds an int64
         raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
     prefix = registry.storage_resource(res).key_prefix(ns if res.namespaced else None)
     key = prefix + start.rstrip("\x00")

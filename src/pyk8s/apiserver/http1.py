@@ -30,13 +30,14 @@ from yarl import URL
 from ..api import errors as E
 from . import commit_answer
 from .handlers import status_response
+from .header_limits import MAX_HEADER_BYTES, RESPONSE_431
 
 log = logging.getLogger("pyk8s.apiserver.http")
 
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 # subresources and path parts whose answers stream, or that take over the connection
 _STREAMING_TAILS = ("/log", "/exec", "/attach", "/portforward")
-_MAX_HEAD = 16 * 1024  # longer heads go to aiohttp, which applies its own limits and errors
+_MAX_HEAD = 16 * 1024  # longer heads (up to MAX_HEADER_BYTES) go to aiohttp, which applies its own limits
 _HANDOFF_HEADERS = frozenset({"transfer-encoding", "upgrade", "expect"})
 
 
@@ -217,11 +218,14 @@ class HTTP1Protocol(asyncio.Protocol):
         buf = self.buf
         end = buf.find(b"\r\n\r\n")
         if end < 0:
-            if len(buf) > _MAX_HEAD:
-                self._hand_off()
+            if len(buf) > MAX_HEADER_BYTES:
+                self._refuse_head()
             return
         if end > _MAX_HEAD:
-            self._hand_off()
+            if end > MAX_HEADER_BYTES:
+                self._refuse_head()
+            else:
+                self._hand_off()
             return
         if self.draining:
             self._refuse_draining()
@@ -311,6 +315,14 @@ class HTTP1Protocol(asyncio.Protocol):
         assert self.transport is not None
         err = E.new_request_entity_too_large(f"limit is {self.max_body}")
         self.transport.write(serialize(status_response(err), keep_alive=False))
+        self.transport.close()
+
+    def _refuse_head(self) -> None:
+        """431 as upstream's Go server answers a head over its limit; the connection ends."""
+        self.busy = True
+        self.buf = bytearray()
+        assert self.transport is not None
+        self.transport.write(RESPONSE_431)
         self.transport.close()
 
     def _hand_off(self) -> None:

@@ -47,8 +47,11 @@ async def patch(h: Any, request: web.Request, res: Resource, ns: str | None, nam
         raise E.new_bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
     force = q.get("force", "").lower() == "true"
     if ct == APPLY:
-        if not ctx.field_manager:
-            raise E.new_bad_request("fieldManager is required for apply requests")
+        if not q.get("fieldManager"):  # apply names its manager itself: no default from the User-Agent
+            from .query_params import options_invalid
+
+            raise options_invalid("PatchOptions", [E.FieldError("fieldManager", "Required",
+                                                                detail="is required for apply patch")])
     elif q.get("force"):
         raise E.new_invalid("PatchOptions", "", [E.FieldError("force", "Forbidden", detail="may not be specified for non-apply patch")])
     sub = ctx.subresource

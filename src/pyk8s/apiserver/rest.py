@@ -17,7 +17,7 @@ import orjson
 from ..api import errors as E
 from ..api.resources import Registry, Resource
 from ..storage import ConflictError, KeyExistsError, KeyNotFoundError, KeyValue, Store, StoreError
-from . import kindhooks, namespace_lifecycle, strategies, typemeta
+from . import kindhooks, namespace_lifecycle, nesting, strategies, typemeta
 from .objectmeta import GENERATION_KINDS, generate_name, new_uid, now_rfc3339, spec_changed, strip_for_compare
 from .watchcache import CacheSet, ResourceCache, decode
 
@@ -39,10 +39,18 @@ def encode_for_store(obj: dict[str, Any]) -> bytes:
         del md["resourceVersion"]
         obj = dict(obj)
         obj["metadata"] = md
-    data = orjson.dumps(obj)
+    try:
+        data = orjson.dumps(obj)
+    except orjson.JSONEncodeError as e:  # nested past what orjson encodes (a patch can build that)
+        if "Recursion limit" not in str(e):
+            raise E.new_bad_request(f"unable to encode the object: {e}") from None  # a YAML value JSON has not
+        data = b""
+    if not data or nesting.exceeds(obj, data):
+        # a request that decoded within the limit and was patched past it: refused as a decode would be
+        raise E.new_bad_request(nesting.too_deep(nesting.deep_char(obj)))
     if len(data) > MAX_OBJECT_BYTES:
-        # what upstream clients see when etcd refuses the write
-        raise E.StatusError(500, "", "etcdserver: request is too large")
+        # etcd's refusal, in upstream's words; upstream passes it on as a 500, but the object is the client's
+        raise E.new_request_entity_too_large("etcdserver: request is too large")
     return data
 
 
@@ -292,6 +300,9 @@ class RestStorage:
             if precondition_rv is not None:
                 rv = precondition_rv
             if rv and rv != omd.get("resourceVersion"):
+                from .query_params import parse_resource_version
+
+                parse_resource_version(str(rv))  # one that is not a resourceVersion at all is bad input, not a conflict
                 raise E.new_conflict(res.resource, name, E.OBJECT_MODIFIED, res.group)
             if nmd.get("name") not in (None, "", name):
                 raise E.new_bad_request(

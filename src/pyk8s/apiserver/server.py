@@ -31,9 +31,11 @@ from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
 from .handlers import ResourceHandler, status_response
+from .header_limits import MAX_FIELD_BYTES, MAX_HEADER_BYTES, handler_factory
 from .http1 import FastRequest, HTTP1Protocol
 from .jsonwire import NEWLINE
 from .pretty import pretty_printing
+from .query_params import parse_bool, validate_field_manager
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
 from .warning_headers import add_warnings, warning_value
@@ -48,6 +50,7 @@ __all__ = ["ServerConfig", "APIServer"]
 CLIENT_MAX_SIZE = 4 * 1024 * 1024
 KEEPALIVE_TIMEOUT = 75.0  # seconds an idle keep-alive connection is kept, aiohttp's default
 VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "HEAD": "get"}  # as upstream's RequestInfoFactory
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
 
 @dataclass
@@ -230,8 +233,8 @@ class APIServer:
                                      shutdown_timeout=shutdown.HANDED_OFF_GRACE)
         await self._runner.setup()
         ssl_ctx = self._ssl_context() if cfg.tls else None
-        fallback = self._runner.server
-        assert fallback is not None
+        assert self._runner.server is not None
+        fallback = handler_factory(self._runner.server)
         app, conns = self.app, self._conns
         serve = pretty_printing(self._entry)
 
@@ -419,7 +422,8 @@ class APIServer:
                     c.close_idle()
 
     def _build_app(self) -> web.Application:
-        app = web.Application(client_max_size=CLIENT_MAX_SIZE, handler_args={"max_field_size": 65536})
+        app = web.Application(client_max_size=CLIENT_MAX_SIZE, handler_args={
+            "max_field_size": MAX_FIELD_BYTES, "max_line_size": MAX_HEADER_BYTES})
         app[appkeys.SERVER] = self
         app[appkeys.AUTHENTICATOR] = self.authenticator
         app[appkeys.AUTHORIZER] = self.authorizer
@@ -554,13 +558,15 @@ class APIServer:
             if info.name:
                 verb = "get"
             else:
-                verb = "watch" if (info.legacy_watch or q.get("watch", "").lower() in ("1", "true")) else "list"
+                verb = "watch" if (info.legacy_watch or parse_bool(q.get("watch"))) else "list"
         elif m == "DELETE" and not info.name:
             verb = "deletecollection"
         else:
             verb = VERB_BY_METHOD.get(m, m.lower())
         self._authorize(user, info, verb, path)
         fm = q.get("fieldManager", "")
+        if fm and m in _OPTIONS_KIND:
+            validate_field_manager(fm, _OPTIONS_KIND[m])
         if not fm and m in ("POST", "PUT", "PATCH"):
             from ..api.patch import manager_from_user_agent
 

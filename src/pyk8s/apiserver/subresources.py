@@ -111,9 +111,13 @@ async def put_scale(h: Any, request: web.Request, res: Resource, ns: str | None,
                     ctx: RequestContext) -> dict[str, Any]:
     from .codec import decode_body
 
-    scale = decode_body(await request.read(), request.headers.get("Content-Type", "application/json"))
+    raw = await request.read()
+    scale = decode_body(raw, request.headers.get("Content-Type", "application/json"), "Scale")
     if not isinstance(scale, dict):
-        raise E.new_bad_request("invalid Scale body")
+        from .codec import unrecognized
+        from .handlers import not_an_object
+
+        raise unrecognized("Scale", not_an_object(scale), raw)
     return await _write_scale(h, res, ns, name, scale, ctx)
 
 
@@ -135,6 +139,12 @@ async def patch_scale(h: Any, res: Resource, ns: str | None, name: str, ct: str,
 # ---- POST subresources ----------------------------------------------------------------------
 
 
+# the kinds the POST subresources' bodies must be
+_POST_KINDS = {"binding": "Binding", "eviction": "Eviction", "token": "TokenRequest"}
+_POST_GROUP_VERSIONS = {"Binding": ("", "v1"), "Eviction": ("policy", "v1"),
+                        "TokenRequest": ("authentication.k8s.io", "v1")}
+
+
 async def post(h: Any, request: web.Request, res: Resource, ns: str | None, info: RequestInfo, out: Output,
                ctx: RequestContext) -> web.StreamResponse:
     from .codec import decode_body
@@ -142,8 +152,22 @@ async def post(h: Any, request: web.Request, res: Resource, ns: str | None, info
     sub = info.subresource
     if not sub:
         raise E.new_method_not_supported(res.resource, "create", res.group)
-    body = decode_body(await request.read(), request.headers.get("Content-Type", "application/json")) \
-        if sub in ("binding", "eviction", "token") else None
+    kind = _POST_KINDS.get(sub)
+    body = None
+    if kind is not None:
+        raw = await request.read()
+        body = decode_body(raw, request.headers.get("Content-Type", "application/json"), kind)
+        if not isinstance(body, dict):
+            from .codec import unrecognized
+            from .handlers import not_an_object
+
+            raise unrecognized(kind, not_an_object(body), raw)
+        from ..api.schema import strict
+
+        # decoded into its Go type, as upstream: values of the wrong type are refused, nulls are zero values
+        errs, _ = strict.check_fields(*_POST_GROUP_VERSIONS[kind], kind, body)
+        if errs:
+            raise E.new_bad_request(errs[0])
     if res.group_kind == ("", "Pod") and sub == "binding":
         result = await bind(h, ns, info.name, body or {}, ctx)
         return h.respond(result, out, None, 201)

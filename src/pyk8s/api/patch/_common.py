@@ -65,8 +65,10 @@ def unprocessable() -> PatchStatusError:
 
 
 def raw_error(message: str) -> PatchStatusError:
-    """A plain Go error reaching the apiserver's error writer: 500 with no reason."""
-    return PatchStatusError(500, "", message)
+    """A plain Go error reaching the apiserver's error writer: upstream answers 500 with no reason and
+    the error's text. The patch is what is wrong, so ours is a 400 with the same text: bad input is
+    never a server error."""
+    return PatchStatusError(400, "BadRequest", message)
 
 
 # ---------------------------------------------------------------------------------------------

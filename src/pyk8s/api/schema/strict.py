@@ -27,6 +27,7 @@ from ._gocompat import _days_in, base64_error, go_number_literal, parse_rfc3339_
 
 __all__ = [
     "unknown_fields",
+    "drop_unknown_fields",
     "type_errors",
     "check_fields",
     "decode_error",
@@ -34,6 +35,7 @@ __all__ = [
     "strict_decoding_message",
     "cannot_handle_message",
     "object_meta_unknown_fields",
+    "object_meta_type_error",
 ]
 
 # node kinds
@@ -272,6 +274,25 @@ def unknown_fields(group: str, version: str, kind: str, obj: Any) -> list[str]:
     return out
 
 
+def drop_unknown_fields(group: str, version: str, kind: str, obj: Any) -> None:
+    """Remove the fields the Go types of group/version/kind do not have, as decoding into them does
+    (a walk, not the reported paths: keys may be empty or hold dots)."""
+    node = _root(group, version, kind)
+    if node is not None:
+        _unknown(node, obj, "", [], drop=True)
+
+
+def object_meta_type_error(kind: str, version: str, meta: Any) -> str | None:
+    """The decode error of a custom resource's metadata, as for built-in kinds (None if it decodes);
+    nulls in it become what Go decodes them to, as for built-in kinds."""
+    node = _meta_node()
+    w = _TypeWalk()
+    w.stack.append("metadata")
+    w.check(node, meta, "ObjectMeta")
+    errs = _wrapped_type_errors(w, kind, version)
+    return errs[0] if errs else None
+
+
 def object_meta_unknown_fields(meta: Any, prefix: str = "metadata", drop: bool = False) -> list[str]:
     """Unknown fields of an ObjectMeta value, prefixed like upstream (`metadata.foo`).
 
@@ -313,13 +334,14 @@ class _TypeWalk:
     """Go's decode of obj into its types: type errors, and (when paths are passed) the unknown
     fields on the way, as _unknown finds them. Paths are None where nothing below can be unknown."""
 
-    __slots__ = ("saved", "fatal", "stack", "unknown")
+    __slots__ = ("saved", "fatal", "stack", "unknown", "nulls")
 
     def __init__(self) -> None:
         self.saved: list[str] = []  # Go's saveError: decoding goes on, the first one wins
         self.fatal: str | None = None  # an unmarshaler's error: decoding stops there
         self.stack: list[str] = []
         self.unknown: list[str] = []
+        self.nulls = False  # whether a null was decoded away (the object was changed)
 
     def type_err(self, value: str, gotype: str, sname: str) -> str:
         if self.stack:
@@ -336,6 +358,7 @@ class _TypeWalk:
             if type(v) is dict:
                 props = node.props
                 stack = self.stack
+                nulls: list[str] | None = None
                 for key, fv in v.items():
                     child = props.get(key)
                     if child is None:
@@ -343,6 +366,11 @@ class _TypeWalk:
                             self.unknown.append(f"{path}.{key}" if path else key)
                         continue
                     if fv is None:
+                        # as Go decodes null into a field: a nil pointer, slice or map, or a zero
+                        # struct: the field is absent either way
+                        if nulls is None:
+                            nulls = []
+                        nulls.append(key)
                         continue
                     # _scalar_fits inlined: most fields are well-typed strings, bools and ints
                     ck = child.kind
@@ -362,11 +390,17 @@ class _TypeWalk:
                     stack.pop()
                     if self.fatal is not None:
                         return
+                if nulls is not None:
+                    self.nulls = True
+                    for key in nulls:
+                        del v[key]
             else:
                 self.saved.append(self.type_err(_desc(v), node.gotype, sname))
         elif kind == ARRAY:
             if type(v) is list:
                 elem = node.elem
+                if None in v:
+                    self._zero_nulls(elem, v, range(len(v)))  # type: ignore[arg-type]
                 if path is not None and elem.walk:  # type: ignore[union-attr]
                     for i, item in enumerate(v):
                         self.check(elem, item, sname, f"{path}[{i}]")  # type: ignore[arg-type]
@@ -379,6 +413,8 @@ class _TypeWalk:
         elif kind == MAP:
             if type(v) is dict:
                 elem = node.elem
+                if None in v.values():
+                    self._zero_nulls(elem, v, list(v))  # type: ignore[arg-type]
                 if path is not None and elem.walk:  # type: ignore[union-attr]
                     for key, item in v.items():
                         self.check(elem, item, sname, f"{path}.{key}" if path else key)  # type: ignore[arg-type]
@@ -429,6 +465,22 @@ class _TypeWalk:
                     self.fatal = err
             else:
                 self.fatal = self.type_err(_desc(v), "string", sname)
+
+
+    def _zero_nulls(self, elem: _Node, container: Any, keys: Any) -> None:
+        """A null element of a slice or map decodes, in Go, as its element type's zero value."""
+        zero = _ZERO.get(elem.kind, _NO_ZERO)
+        if zero is _NO_ZERO:
+            return  # a nil map, slice or pointer: null stays null
+        for k in keys:
+            if container[k] is None:
+                container[k] = {} if zero is dict else zero
+                self.nulls = True
+
+
+# Go's zero values of the element types a null list or map element decodes into
+_NO_ZERO = object()
+_ZERO: dict[int, Any] = {STRUCT: dict, STRING: "", INT: 0, FLOAT: 0, BOOL: False, QUANTITY: "0", INTORSTR: 0}
 
 
 @functools.lru_cache(maxsize=16384)
@@ -524,10 +576,14 @@ def check_fields(group: str, version: str, kind: str, obj: Any) -> tuple[list[st
         if ck is not None:
             key = f"{group}/{version}/{kind}\0".encode() + ck
             if key in _CLEAN_SPECS:
-                w.check(node, {k: v for k, v in obj.items() if k != "spec"}, node.goname, "")
+                rest = {k: v for k, v in obj.items() if k != "spec"}
+                w.check(node, rest, node.goname, "")
+                if w.nulls:  # the fields the walk decoded away went from the copy only
+                    for k in [k for k in obj if k != "spec" and k not in rest]:
+                        del obj[k]
                 return _wrapped_type_errors(w, kind, version), w.unknown
     w.check(node, obj, node.goname, "")
-    if key is not None and not w.saved and w.fatal is None and not w.unknown:
+    if key is not None and not w.saved and w.fatal is None and not w.unknown and not w.nulls:
         _CLEAN_SPECS.add(key)
     return _wrapped_type_errors(w, kind, version), w.unknown
 
