@@ -365,7 +365,7 @@ def test_forged_continue_token_revision_is_not_a_500(seeded, rv, code):
     st = r.json()
     assert (r.status, st["code"]) == (code, code), r.body
     if code == 504:
-        assert st["reason"] == "Timeout" and st["message"].startswith(f"Too large resource version: {rv}, current: ")
+        assert st["reason"] == "Timeout" and st["message"].startswith(f"Timeout: Too large resource version: {rv}, current: ")
     else:
         assert st["message"] == ("continue key is not valid: incorrect encoded start resourceVersion "
                                  "(version meta.k8s.io/v1)")
@@ -375,7 +375,7 @@ def test_exact_list_past_int64_is_not_asked_of_the_store(seeded):
     r = raw_request(seeded, "GET", f"{NS}/configmaps?resourceVersion={2 ** 64 - 1}&resourceVersionMatch=Exact")
     st = r.json()
     assert (r.status, st["reason"]) == (504, "Timeout"), r.body
-    assert st["message"].startswith(f"Too large resource version: {2 ** 64 - 1}, current: ")
+    assert st["message"].startswith(f"Timeout: Too large resource version: {2 ** 64 - 1}, current: ")
 
 
 def test_type_error_message_is_wrapped_once(seeded):

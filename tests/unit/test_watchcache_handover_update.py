@@ -57,8 +57,9 @@ def test_updated_objects_handed_to_the_cache_are_what_the_stored_bytes_decode_to
         async def patch(res: Any, name: str, body: Any, ct: str, sub: str = "", manager: str = "m") -> Any:
             before = len(shared)
             data = yaml.safe_dump(body).encode() if ct.endswith("yaml") else orjson.dumps(body)
-            resp = await h.patch(BodyRequest(data, ct), res, "default", name, out,
-                                 RequestContext(field_manager=manager, subresource=sub))
+            req = BodyRequest(data, ct)
+            req.query["fieldManager"] = manager  # as a client sends it (apply must name its manager)
+            resp = await h.patch(req, res, "default", name, out, RequestContext(field_manager=manager, subresource=sub))
             reply_is_read(resp, res, name, exact=len(shared) > before)
             return resp
 
