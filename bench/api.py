@@ -200,7 +200,7 @@ def watch_worker(url: str, kubeconfig: str, n: int, ready_q: object, result_q: o
 async def _watch_worker(url: str, kubeconfig: str, n: int, ready_q: object) -> dict[str, list[float]]:
     import aiohttp
 
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     received: dict[str, list[float]] = {}
     ready = 0
@@ -246,7 +246,7 @@ def main() -> None:
 def run_server(workers: int, ceiling: float) -> None:
     from tests.cluster import Cluster
 
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     d = tempfile.mkdtemp(prefix="pyk8s-bench-")
     # BENCH_PROFILE=<file>: cProfile of the server's event loop (see handlers._profile_from_env)

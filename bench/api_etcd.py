@@ -154,7 +154,7 @@ def main() -> None:
     from tests.etcd_helper import EtcdCluster
     from tests.ha_helper import HAControlPlane
 
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     base = Path(tempfile.mkdtemp(prefix="pyk8s-bench-etcd-"))
     c = Cluster(str(base / "sqlite"), extra_args=SERVER_ARGS).start()

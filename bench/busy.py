@@ -34,7 +34,7 @@ READY_LINE = "busy: ready"
 
 class Load:
     def __init__(self, kubeconfig: str, out: str, writers: int, watches: int, namespace: str) -> None:
-        from pyk8s.apiserver.kubeconfig import load_kubeconfig
+        from pyk8s.client.kubeconfig import load_kubeconfig
 
         kc = load_kubeconfig(kubeconfig)
         u = urlsplit(kc.server)

@@ -110,8 +110,8 @@ def flood_worker(url: str, ca: str, n: int, ready_q: Any, go: Any, result_q: Any
 
 
 async def _setup(url: str, kubeconfig: str) -> None:
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
     from pyk8s.client.http1 import ConnectionPool
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     pool = ConnectionPool(url, load_kubeconfig(kubeconfig).ssl_client_context(), {"Accept": "application/json"}, 16)
 

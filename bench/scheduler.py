@@ -310,8 +310,8 @@ def load_average() -> float:
 
 async def run_workload(w: Workload, kubeconfig: str, scale: float, pids: dict[str, int] | None = None) -> dict[str, Any]:
     from pyk8s.api.errors import StatusError
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
     from pyk8s.client import Client
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     client = Client.from_kubeconfig(kubeconfig, pool_size=CONCURRENCY + 8)
     kc = load_kubeconfig(kubeconfig)

@@ -223,7 +223,7 @@ def raw_request(c: Cluster, method: str, path: str, body: Any = None, headers: d
     import ssl
     from urllib.parse import urlparse
 
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     kc = load_kubeconfig(c.kubeconfig)
     ctx = kc.ssl_client_context()

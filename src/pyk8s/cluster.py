@@ -75,7 +75,7 @@ def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list
     import sys
 
     from .apiserver.certs import issue_client_cert
-    from .apiserver.kubeconfig import write_kubeconfig
+    from .client.kubeconfig import write_kubeconfig
     from .supervisor import ChildProcess
 
     path = os.path.join(os.path.abspath(server.config.data_dir), conf)

@@ -372,7 +372,7 @@ def watch_pod(env: Env, name: str, until_deleted: float, ns: str = "default") ->
     import ssl
     from urllib.parse import urlparse
 
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     p = env.pod(name, ns)
     assert p is not None

@@ -71,7 +71,7 @@ def _session(cluster: Any) -> Any:
     """A requests session with the admin client certificate, through the kubeconfig's TLS context."""
     from requests.adapters import HTTPAdapter
 
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     ctx = load_kubeconfig(cluster.kubeconfig).ssl_client_context()
 

@@ -28,7 +28,7 @@ NS = "/api/v1/namespaces/default"
 
 def _kubelet_kubeconfig(c: Cluster, node: str) -> str:
     from pyk8s.apiserver.certs import issue_client_cert
-    from pyk8s.apiserver.kubeconfig import write_kubeconfig
+    from pyk8s.client.kubeconfig import write_kubeconfig
 
     pki = os.path.join(c.data_dir, "pki")
     with open(os.path.join(pki, "ca.crt"), "rb") as f:

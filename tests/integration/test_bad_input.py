@@ -212,7 +212,7 @@ def test_yaml_that_decodes_past_the_request_limit_is_refused(seeded):
 # ---- the header limit, on each HTTP path ---------------------------------------------------------
 
 def _send(c, raw: bytes, first: bytes = b"") -> bytes:
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     ctx = load_kubeconfig(c.kubeconfig).ssl_client_context()
     with socket.create_connection(("127.0.0.1", c.port), timeout=20) as s, \

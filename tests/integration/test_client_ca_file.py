@@ -60,7 +60,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, s
     ca_file.write_bytes(ext_ca.public_bytes(serialization.Encoding.PEM))
     c = Cluster(str(d / "data"), extra_args=["--client-ca-file", str(ca_file)])
     c.start()
-    from pyk8s.apiserver.kubeconfig import write_kubeconfig
+    from pyk8s.client.kubeconfig import write_kubeconfig
 
     with open(os.path.join(c.data_dir, "pki", "ca.crt"), "rb") as f:
         cluster_ca = f.read()

@@ -60,7 +60,7 @@ class _Conn:
         u = urlparse(c.url)
         ctx = ssl.create_default_context(cafile=f"{c.data_dir}/pki/ca.crt")
         if token is None:  # the admin's client certificate
-            from pyk8s.apiserver.kubeconfig import load_kubeconfig
+            from pyk8s.client.kubeconfig import load_kubeconfig
 
             ctx = load_kubeconfig(c.kubeconfig).ssl_client_context()
         self.sock = ctx.wrap_socket(socket.create_connection((u.hostname, u.port), timeout=30),

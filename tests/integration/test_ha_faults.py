@@ -164,8 +164,8 @@ def test_two_etcd_members_killed_writes_fail_clearly_and_service_recovers(ha: HA
 
 
 def test_api_server_killed_under_load_the_other_serves_and_a_resumed_watch_is_exact(ha: HAControlPlane):
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
     from pyk8s.client import Client
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     a, b = ha.servers
     start_rv = raw_request(b, "GET", CM).json()["metadata"]["resourceVersion"]

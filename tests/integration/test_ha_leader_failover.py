@@ -56,8 +56,8 @@ class SimNodes:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def start(self) -> SimNodes:
-        from pyk8s.apiserver.kubeconfig import load_kubeconfig
         from pyk8s.client import Client
+        from pyk8s.client.kubeconfig import load_kubeconfig
         from pyk8s.sim import Simulator
 
         self.thread.start()

@@ -24,7 +24,7 @@ class Conn:
     """One raw TLS connection with the admin client certificate."""
 
     def __init__(self, c: Cluster) -> None:
-        from pyk8s.apiserver.kubeconfig import load_kubeconfig
+        from pyk8s.client.kubeconfig import load_kubeconfig
 
         u = urlparse(c.url)
         ctx = load_kubeconfig(c.kubeconfig).ssl_client_context()

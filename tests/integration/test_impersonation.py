@@ -84,7 +84,7 @@ def _esc(cluster: Cluster, kubeconfig: str, *args: str) -> Any:
 def raw(cluster: Cluster, method: str, path: str, headers: list[tuple[str, str]], body: Any = None,
         cert: bool = True) -> tuple[int, dict[str, Any]]:
     """One request with repeatable headers, as the admin (client certificate) or without credentials."""
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     ctx = load_kubeconfig(cluster.kubeconfig).ssl_client_context() if cert else \
         ssl.create_default_context(cafile=os.path.join(cluster.data_dir, "pki", "ca.crt"))

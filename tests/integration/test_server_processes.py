@@ -22,7 +22,7 @@ from bench.busy import read_acks, read_summary
 from bench.report import api_worker_pids, scheduler_pids
 from bench.stopping import start_load, stop_time
 
-from pyk8s.apiserver.kubeconfig import load_kubeconfig
+from pyk8s.client.kubeconfig import load_kubeconfig
 from tests.cluster import Cluster, raw_request
 
 # one worker runs the module: its tests share one server, and some build on what earlier ones made

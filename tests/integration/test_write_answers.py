@@ -46,7 +46,7 @@ def _warnings(headers: Any) -> list[str]:
 
 def _chunked_post(c: Cluster, path: str, body: bytes) -> tuple[int, Any, bytes]:
     """A POST with a chunked body: served by aiohttp rather than the HTTP/1 fast path."""
-    from pyk8s.apiserver.kubeconfig import load_kubeconfig
+    from pyk8s.client.kubeconfig import load_kubeconfig
 
     ctx: ssl.SSLContext = load_kubeconfig(c.kubeconfig).ssl_client_context()
     u = urlparse(c.url)

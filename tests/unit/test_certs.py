@@ -23,7 +23,7 @@ from pyk8s.apiserver.certs import (
     ssl_client_context,
     ssl_server_context,
 )
-from pyk8s.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
+from pyk8s.client.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 
 
 @pytest.fixture(scope="module")

@@ -136,7 +136,7 @@ async def _local_api_services(server: Any) -> None:
 
 async def mark_local_api_service_available(rest: Any, res: Any, name: str, ctx: RequestContext) -> None:
     """A locally served APIService's status: always Available (built-in and CRD group versions alike)."""
-    from .objectmeta import now_rfc3339
+    from ..api.timefmt import now_rfc3339
 
     def available(c: dict[str, Any] | None) -> dict[str, Any]:
         assert c is not None

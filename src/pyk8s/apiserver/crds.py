@@ -14,9 +14,9 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
+from ..api.timefmt import now_rfc3339
 from . import kindhooks
 from .bootstrap import mark_local_api_service_available
-from .objectmeta import now_rfc3339
 from .rest import RequestContext
 
 log = logging.getLogger("pyk8s.crds")

@@ -23,8 +23,8 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
+from ..api.timefmt import now_rfc3339
 from .authz import RequestAttributes
-from .objectmeta import now_rfc3339
 from .rest import RequestContext, RestStorage
 
 __all__ = ["CSRAdmission", "CSR_KIND"]

@@ -31,7 +31,7 @@ import logging
 from typing import Any
 
 from ..api import errors as E
-from .objectmeta import now_rfc3339
+from ..api.timefmt import now_rfc3339
 from .rest import RequestContext
 
 log = logging.getLogger("pyk8s.apiserver.flowcontrol")

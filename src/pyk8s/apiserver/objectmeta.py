@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from typing import Any
 
-from ..api.timefmt import format_time
-
-__all__ = ["now_rfc3339", "new_uid", "generate_name", "spec_changed", "GENERATION_KINDS", "strip_for_compare"]
+__all__ = ["new_uid", "generate_name", "spec_changed", "GENERATION_KINDS", "strip_for_compare"]
 
 # Kinds whose strategies maintain metadata.generation (bumped on spec changes).
 GENERATION_KINDS = {
@@ -35,14 +32,6 @@ GENERATION_KINDS = {
 }
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet: no vowels, no confusables
-
-
-def now_rfc3339() -> str:
-    return format_time(time.time())  # memoised per second: every write in a second shares it
-
-
-def rfc3339_at(ts: float) -> str:
-    return format_time(ts)
 
 
 # os.urandom drops the GIL for its system call, and the store's writer thread often takes it

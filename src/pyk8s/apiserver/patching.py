@@ -8,10 +8,10 @@ from aiohttp import web
 
 from ..api import errors as E
 from ..api.resources import Resource
+from ..api.timefmt import now_rfc3339
 from . import typemeta
 from .codec import decode_body
 from .decode_errors import strategic_patch_invalid
-from .objectmeta import now_rfc3339
 from .rest import RequestContext, deep_copy
 
 JSON_PATCH = "application/json-patch+json"

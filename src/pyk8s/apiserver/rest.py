@@ -16,9 +16,10 @@ import orjson
 
 from ..api import errors as E
 from ..api.resources import Registry, Resource
+from ..api.timefmt import now_rfc3339
 from ..storage import ConflictError, KeyExistsError, KeyNotFoundError, KeyValue, Store, StoreError
 from . import kindhooks, namespace_lifecycle, nesting, strategies, typemeta
-from .objectmeta import GENERATION_KINDS, generate_name, new_uid, now_rfc3339, spec_changed, strip_for_compare
+from .objectmeta import GENERATION_KINDS, generate_name, new_uid, spec_changed, strip_for_compare
 from .watchcache import CacheSet, ResourceCache, decode
 
 __all__ = ["RestStorage", "RequestContext", "deep_copy"]

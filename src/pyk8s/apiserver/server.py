@@ -378,15 +378,15 @@ class APIServer:
 
     def sign_token(self, namespace: str, name: str, uid: str, audiences: list[str], expiration: int,
                    bound_pod: dict[str, Any] | None) -> tuple[str, str]:
+        from ..api.timefmt import format_time
         from .authn import issue_service_account_token
-        from .objectmeta import rfc3339_at
 
         token, exp = issue_service_account_token(self.pki.sa_private_key, namespace, name, uid, audiences, expiration,
                                                  bound_pod)
-        return token, exp if isinstance(exp, str) else rfc3339_at(exp)
+        return token, exp if isinstance(exp, str) else format_time(exp)
 
     def write_admin_kubeconfig(self, path: str) -> None:
-        from .kubeconfig import write_kubeconfig
+        from ..client.kubeconfig import write_kubeconfig
 
         p = self.pki
         write_kubeconfig(path, self.url, p.ca_cert_path.read_bytes(), p.admin_cert_path.read_bytes(),

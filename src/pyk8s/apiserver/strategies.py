@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from ..api.resources import Resource
-from .objectmeta import rfc3339_at
+from ..api.timefmt import format_time
 
 __all__ = ["prepare_for_create", "prepare_for_update", "begin_delete", "finalized"]
 
@@ -142,7 +142,7 @@ def begin_delete(res: Resource, obj: dict[str, Any], options: dict[str, Any]) ->
         obj.setdefault("status", {})["phase"] = "Terminating"
         if spec_fin or finalizers:
             if not md.get("deletionTimestamp"):
-                md["deletionTimestamp"] = rfc3339_at(_now())
+                md["deletionTimestamp"] = format_time(_now())
                 md["deletionGracePeriodSeconds"] = 0
             if finalizers:
                 md["finalizers"] = finalizers
@@ -152,10 +152,10 @@ def begin_delete(res: Resource, obj: dict[str, Any], options: dict[str, Any]) ->
         if finalizers:
             md["finalizers"] = finalizers
         if not md.get("deletionTimestamp"):
-            md["deletionTimestamp"] = rfc3339_at(_now() + grace)
+            md["deletionTimestamp"] = format_time(_now() + grace)
             md["deletionGracePeriodSeconds"] = grace
         elif grace < int(md.get("deletionGracePeriodSeconds") or 0):
-            md["deletionTimestamp"] = rfc3339_at(_now() + grace)
+            md["deletionTimestamp"] = format_time(_now() + grace)
             md["deletionGracePeriodSeconds"] = grace
         if not finalizers and grace == 0:
             return False

@@ -8,9 +8,9 @@ from aiohttp import web
 
 from ..api import errors as E
 from ..api.resources import Resource
+from ..api.timefmt import now_rfc3339
 from . import appkeys
 from .negotiation import Output
-from .objectmeta import now_rfc3339
 from .request import RequestInfo
 from .rest import RequestContext, deep_copy
 

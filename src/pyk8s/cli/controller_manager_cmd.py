@@ -71,7 +71,7 @@ def _root_ca(args: Any) -> bytes:
         with open(args.root_ca_file, "rb") as f:
             return f.read()
     # as upstream: without --root-ca-file, the CA the kubeconfig trusts
-    from ..apiserver.kubeconfig import load_kubeconfig
+    from ..client.kubeconfig import load_kubeconfig
 
     return load_kubeconfig(args.kubeconfig).ca_pem() or b""
 

@@ -103,7 +103,7 @@ class Client:
 
     @classmethod
     def from_kubeconfig(cls, path: str, context: str | None = None, user_agent: str = "pyk8s", **kw: Any) -> Client:
-        from ..apiserver.kubeconfig import load_kubeconfig
+        from .kubeconfig import load_kubeconfig
 
         kc = load_kubeconfig(path, context)
         return cls(kc.server, kc.ssl_client_context(), getattr(kc, "token", None), user_agent=user_agent, **kw)

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from ..api.errors import StatusError
-from ..apiserver.objectmeta import now_rfc3339
+from ..api.timefmt import now_rfc3339
 from .base import GVRS, Controller
 
 log = logging.getLogger("pyk8s.controllers.namespace")
