@@ -14,8 +14,8 @@ def component_client(server: Any, cn: str, orgs: list[str], user_agent: str, loo
     `loopback`: the client runs on the server's event loop (apiserver/loopback.py)."""
     import ssl
 
-    from .apiserver.certs import issue_client_cert
     from .client import Client
+    from .pki import issue_client_cert
 
     cert_pem, key_pem = issue_client_cert(server.pki, cn, orgs)
     import os
@@ -74,8 +74,8 @@ def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list
     import os
     import sys
 
-    from .apiserver.certs import issue_client_cert
     from .client.kubeconfig import write_kubeconfig
+    from .pki import issue_client_cert
     from .supervisor import ChildProcess
 
     path = os.path.join(os.path.abspath(server.config.data_dir), conf)
@@ -151,5 +151,5 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         except ImportError:
             start_local_agent = None  # type: ignore[assignment]
         if start_local_agent is not None:
-            started.append(await start_local_agent(server, args))
+            started.append(await start_local_agent(server, args, component_client))
     return started

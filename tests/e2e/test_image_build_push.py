@@ -241,7 +241,8 @@ def test_pushed_manifest_is_the_stores(tmp_path, built):
 
 def test_configs_tls_ca_client_cert_and_skip_verify(tmp_path, built):
     """A mirror over https with our own CA, requiring a client certificate (docker-registry's clientcas)."""
-    from pyk8s.apiserver.certs import ensure_pki, issue_client_cert, issue_serving_cert
+    from pyk8s.apiserver.certs import ensure_pki
+    from pyk8s.pki import issue_client_cert, issue_serving_cert
 
     pki = ensure_pki(str(tmp_path / "ca"))
     files = {}

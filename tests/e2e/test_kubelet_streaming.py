@@ -93,13 +93,13 @@ class ProtocolLog(logging.Handler):
 
 
 def _issue(pki_dir: str, cn: str, orgs: list[str], server: bool, sans: list[str] = ()) -> tuple[bytes, bytes]:
-    from pyk8s.apiserver import certs
+    from pyk8s import pki
 
     ca = x509.load_pem_x509_certificate(open(os.path.join(pki_dir, "ca.crt"), "rb").read())
     ca_key = serialization.load_pem_private_key(open(os.path.join(pki_dir, "ca.key"), "rb").read(), None)
-    key = certs._new_ec_key()
-    cert = certs._issue_leaf(ca, ca_key, certs._name(cn, orgs), key, server=server, sans=list(sans))
-    return certs._cert_pem(cert), certs._key_pem(key)
+    key = pki.new_ec_key()
+    cert = pki.issue_leaf(ca, ca_key, pki.x509_name(cn, orgs), key, server=server, sans=list(sans))
+    return pki.certificate_pem(cert), pki.private_key_pem(key)
 
 
 class World:

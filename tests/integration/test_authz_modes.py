@@ -27,8 +27,8 @@ NS = "/api/v1/namespaces/default"
 
 
 def _kubelet_kubeconfig(c: Cluster, node: str) -> str:
-    from pyk8s.apiserver.certs import issue_client_cert
     from pyk8s.client.kubeconfig import write_kubeconfig
+    from pyk8s.pki import issue_client_cert
 
     pki = os.path.join(c.data_dir, "pki")
     with open(os.path.join(pki, "ca.crt"), "rb") as f:

@@ -34,7 +34,8 @@ from pyk8s.apiserver.authn import (
     key_id,
     parse_token_file,
 )
-from pyk8s.apiserver.certs import ensure_pki, issue_client_cert
+from pyk8s.apiserver.certs import ensure_pki
+from pyk8s.pki import issue_client_cert
 
 NOW = 1_700_000_000
 

@@ -19,11 +19,11 @@ from pyk8s.apiserver.certs import (
     cert_sans,
     ensure_pki,
     first_service_ip,
-    issue_client_cert,
     ssl_client_context,
     ssl_server_context,
 )
 from pyk8s.client.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
+from pyk8s.pki import issue_client_cert, local_addresses
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_serving_cert_sans() -> None:
         "203.0.113.7",
     ):
         assert want in sans, want
-    for a in certs.local_addresses():
+    for a in local_addresses():
         assert a in sans
 
 

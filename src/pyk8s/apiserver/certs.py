@@ -10,7 +10,8 @@ Layout follows kubeadm's names so the files look familiar:
 
 `ensure_pki` is idempotent: files are created on first start and reused afterwards; the
 serving cert is reissued only when the requested SAN set changed (or it is about to expire,
-or no longer chains to the CA).
+or no longer chains to the CA). Issuing leaf certificates (and finding the machine's
+addresses) is in pyk8s/pki.py, which the kubelet uses too.
 """
 
 from __future__ import annotations
@@ -19,15 +20,11 @@ import contextlib
 import datetime as dt
 import fcntl
 import ipaddress
-import json
 import os
-import shutil
 import socket
 import ssl
-import subprocess
 import tempfile
-import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,38 +32,39 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ..datadir import ensure_private_dir, ensure_private_file
+from ..pki import (
+    BACKDATE,
+    PrivateKey,
+    certificate_pem,
+    issue_leaf,
+    key_usage,
+    local_addresses,
+    new_ec_key,
+    private_key_pem,
+    subject_key_id,
+    utc_now,
+    x509_name,
+)
 from .tls_client_ca import set_client_ca_list
 
 __all__ = [
     "Pki",
     "ensure_pki",
     "copy_shared_pki",
-    "issue_client_cert",
     "ssl_server_context",
     "ssl_client_context",
     "serving_sans",
     "first_service_ip",
-    "local_addresses",
     "cert_sans",
     "CA_NAME",
 ]
 
-PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
-
-# Long CNs (system:node:<253-char name>) are legal for Go but trip cryptography's X.520 length
-# warning on every parse; the warning is noise for us.
-warnings.filterwarnings("ignore", message="Attribute's length must be", category=UserWarning)
-
 CA_NAME = "pyk8s-ca"
 CA_VALIDITY = dt.timedelta(days=3650)
-LEAF_VALIDITY = dt.timedelta(days=365)
 # Reissue leaves this long before they expire, so a restart never serves an expired cert.
 RENEW_BEFORE = dt.timedelta(days=30)
-# Backdate notBefore to tolerate clock skew between components.
-BACKDATE = dt.timedelta(minutes=5)
 
 SERVICE_DNS_NAMES = (
     "kubernetes",
@@ -112,10 +110,6 @@ class Pki:
 # --------------------------------------------------------------------------- helpers
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
 def _write_atomic(path: Path, data: bytes, mode: int) -> None:
     """Write via a temp file + rename so a crash never leaves a half-written key."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -130,22 +124,6 @@ def _write_atomic(path: Path, data: bytes, mode: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-
-
-def _key_pem(key: PrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
-
-
-def _cert_pem(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _new_ec_key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
 
 
 def _load_key(path: Path) -> PrivateKey:
@@ -173,23 +151,7 @@ def _issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
 
 
 def _needs_renewal(cert: x509.Certificate) -> bool:
-    return cert.not_valid_after_utc - RENEW_BEFORE < _now()
-
-
-def _name(cn: str, orgs: Sequence[str] = ()) -> x509.Name:
-    # X.520 caps CN at 64 chars, but node names (system:node:<253-char name>) exceed it and Go
-    # does not enforce the cap, so neither do we; an empty CN is left out.
-    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o, _validate=False) for o in orgs]
-    if cn:
-        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn, _validate=False))
-    return x509.Name(attrs)
-
-
-def _general_name(san: str) -> x509.GeneralName:
-    try:
-        return x509.IPAddress(ipaddress.ip_address(san))
-    except ValueError:
-        return x509.DNSName(san)
+    return cert.not_valid_after_utc - RENEW_BEFORE < utc_now()
 
 
 def _norm_san(san: str) -> str:
@@ -224,61 +186,6 @@ def first_service_ip(service_cidr: str) -> str:
     return str(net.network_address + 1)
 
 
-# Pod-network plumbing (ours, CNI's, tests') comes and goes; its addresses are not the machine's,
-# and counting them would re-issue the serving certificate whenever a bridge appeared.
-_VIRTUAL_LINK_KINDS = frozenset({"bridge", "veth", "vxlan", "geneve", "ipip", "gre", "wireguard", "tun"})
-
-
-def _ip_json_addresses() -> list[str] | None:
-    """Global addresses from `ip -j -d addr`, pod-network links left out; None when `ip` fails."""
-    ip = shutil.which("ip") or next((p for p in ("/usr/sbin/ip", "/sbin/ip") if os.path.exists(p)), None)
-    if not ip:
-        return None
-    try:
-        out = subprocess.run([ip, "-j", "-d", "addr"], capture_output=True, timeout=3, check=True).stdout
-        links = json.loads(out or b"[]")
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    addrs: list[str] = []
-    for link in links:
-        if (link.get("linkinfo") or {}).get("info_kind") in _VIRTUAL_LINK_KINDS:
-            continue
-        for info in link.get("addr_info", []):
-            local = info.get("local")
-            if local and info.get("scope") not in ("host", "link"):
-                addrs.append(local)
-    return addrs
-
-
-def _socket_addresses(hostname: str) -> list[str]:
-    addrs: list[str] = []
-    with contextlib.suppress(OSError):
-        for *_, sockaddr in socket.getaddrinfo(hostname, None):
-            addrs.append(str(sockaddr[0]))
-    # The source address of the default route; connect() on UDP sends no packet.
-    for family, target in ((socket.AF_INET, "10.255.255.255"), (socket.AF_INET6, "fd00::1")):
-        with contextlib.suppress(OSError), socket.socket(family, socket.SOCK_DGRAM) as s:
-            s.connect((target, 1))
-            addrs.append(str(s.getsockname()[0]))
-    return addrs
-
-
-def local_addresses() -> list[str]:
-    """The machine's non-loopback, non-link-local IP addresses (IPv4 first, de-duplicated)."""
-    # the default route's source address always counts, even when its link is a veth (containers)
-    raw = (_ip_json_addresses() or []) + _socket_addresses(socket.gethostname())
-    seen: dict[str, ipaddress.IPv4Address | ipaddress.IPv6Address] = {}
-    for a in raw:
-        try:
-            ip = ipaddress.ip_address(a.split("%")[0])
-        except ValueError:
-            continue
-        if ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
-            continue
-        seen.setdefault(str(ip), ip)
-    return sorted(seen, key=lambda s: (seen[s].version, seen[s]))
-
-
 def serving_sans(extra_sans: Iterable[str] = (), service_cidr: str = "10.96.0.0/12") -> list[str]:
     """The SANs the API server's serving cert should carry, de-duplicated, in a stable order."""
     wanted = ["localhost", "127.0.0.1", "::1"]
@@ -302,14 +209,10 @@ def serving_sans(extra_sans: Iterable[str] = (), service_cidr: str = "10.96.0.0/
 # --------------------------------------------------------------------------- issuing
 
 
-def _skid(key: PrivateKey) -> x509.SubjectKeyIdentifier:
-    return x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-
-
 def _new_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = _new_ec_key()
-    now = _now()
-    name = _name(CA_NAME)
+    key = new_ec_key()
+    now = utc_now()
+    name = x509_name(CA_NAME)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -320,93 +223,13 @@ def _new_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
         .not_valid_after(now + CA_VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            key_usage(key_encipherment=True, signs_certs=True),
             critical=True,
         )
-        .add_extension(_skid(key), critical=False)
+        .add_extension(subject_key_id(key), critical=False)
         .sign(key, hashes.SHA256())
     )
     return cert, key
-
-
-def _issue_leaf(
-    ca_cert: x509.Certificate,
-    ca_key: PrivateKey,
-    subject: x509.Name,
-    key: PrivateKey,
-    *,
-    server: bool,
-    sans: Sequence[str] = (),
-    validity: dt.timedelta = LEAF_VALIDITY,
-) -> x509.Certificate:
-    now = _now()
-    # Never outlive the CA: verifiers reject a leaf valid past its issuer.
-    not_after = min(now + validity, ca_cert.not_valid_after_utc)
-    b = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - BACKDATE)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=isinstance(key, rsa.RSAPrivateKey),
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
-            ),
-            critical=False,
-        )
-        .add_extension(_skid(key), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),  # type: ignore[arg-type]
-            critical=False,
-        )
-    )
-    if sans:
-        b = b.add_extension(x509.SubjectAlternativeName([_general_name(s) for s in sans]), critical=False)
-    return b.sign(ca_key, hashes.SHA256())
-
-
-def issue_client_cert(pki: Pki, cn: str, orgs: Sequence[str] = ()) -> tuple[bytes, bytes]:
-    """A fresh client cert + key (PEM) signed by the cluster CA: CN -> user, O -> groups.
-
-    Kubelets use CN=system:node:<name>, O=system:nodes.
-    """
-    key = _new_ec_key()
-    cert = _issue_leaf(pki.ca_cert, pki.ca_key, _name(cn, orgs), key, server=False)
-    return _cert_pem(cert), _key_pem(key)
-
-
-def issue_serving_cert(pki: Pki, cn: str, sans: Sequence[str]) -> tuple[bytes, bytes]:
-    """A serving cert + key (PEM) signed by the cluster CA, e.g. for a kubelet's port 10250."""
-    key = _new_ec_key()
-    cert = _issue_leaf(pki.ca_cert, pki.ca_key, _name(cn), key, server=True, sans=sans)
-    return _cert_pem(cert), _key_pem(key)
 
 
 # --------------------------------------------------------------------------- ensure_pki
@@ -438,8 +261,8 @@ def _ensure_ca(ca_crt: Path, ca_key: Path) -> tuple[x509.Certificate, PrivateKey
             f"PKI is incomplete: {missing} is missing (remove {ca_crt.parent} to start over)"
         )
     cert, key = _new_ca()
-    _write_atomic(ca_key, _key_pem(key), 0o600)
-    _write_atomic(ca_crt, _cert_pem(cert), 0o644)
+    _write_atomic(ca_key, private_key_pem(key), 0o600)
+    _write_atomic(ca_crt, certificate_pem(cert), 0o644)
     return cert, key, True
 
 
@@ -483,18 +306,18 @@ def ensure_pki(
             have = {_norm_san(s) for s in cert_sans(_load_cert(srv_crt))}
             reissue = have != set(sans)
         if reissue:
-            key = _new_ec_key()
-            cert = _issue_leaf(ca_cert, ca_key, _name("kube-apiserver"), key, server=True, sans=sans)
-            _write_atomic(srv_key, _key_pem(key), 0o600)
-            _write_atomic(srv_crt, _cert_pem(cert), 0o644)
+            key = new_ec_key()
+            cert = issue_leaf(ca_cert, ca_key, x509_name("kube-apiserver"), key, server=True, sans=sans)
+            _write_atomic(srv_key, private_key_pem(key), 0o600)
+            _write_atomic(srv_crt, certificate_pem(cert), 0o644)
 
         # admin client cert
         adm_crt, adm_key = p["admin_cert_path"], p["admin_key_path"]
         if new_ca or not _leaf_ok(adm_crt, adm_key, ca_cert):
-            key = _new_ec_key()
-            cert = _issue_leaf(ca_cert, ca_key, _name("admin", ["system:masters"]), key, server=False)
-            _write_atomic(adm_key, _key_pem(key), 0o600)
-            _write_atomic(adm_crt, _cert_pem(cert), 0o644)
+            key = new_ec_key()
+            cert = issue_leaf(ca_cert, ca_key, x509_name("admin", ["system:masters"]), key, server=False)
+            _write_atomic(adm_key, private_key_pem(key), 0o600)
+            _write_atomic(adm_crt, certificate_pem(cert), 0o644)
 
         # service-account signing keys: independent of the CA, never rotated here (rotation
         # would invalidate every issued token)
@@ -505,7 +328,7 @@ def ensure_pki(
                 raise ValueError(f"{sa_key_path}: expected an RSA private key")
         else:
             sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-            _write_atomic(sa_key_path, _key_pem(sa_key), 0o600)
+            _write_atomic(sa_key_path, private_key_pem(sa_key), 0o600)
         pub_pem = sa_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )

@@ -62,7 +62,7 @@ class KubeletProxy:
 
     def client_ssl(self) -> ssl.SSLContext:
         if self._ssl is None:
-            from .certs import issue_client_cert
+            from ..pki import issue_client_cert
 
             pki = self.server.pki
             crt, key = os.path.join(pki.dir, "apiserver-kubelet-client.crt"), os.path.join(pki.dir, "apiserver-kubelet-client.key")

@@ -666,7 +666,7 @@ def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
 
 def _serving_cert(server: Any, node: str, data_dir: str) -> tuple[str, str]:
     """The kubelet's serving certificate, issued by the cluster CA for this node's names and addresses."""
-    from ..apiserver.certs import issue_serving_cert, local_addresses
+    from ..pki import issue_serving_cert, local_addresses
 
     pki = os.path.join(data_dir, "pki")
     ensure_private_dir(data_dir)
@@ -682,14 +682,16 @@ def _serving_cert(server: Any, node: str, data_dir: str) -> tuple[str, str]:
     return cert_file, key_file
 
 
-async def start_local_agent(server: Any, args: Any) -> Any:
-    """A kubelet for this machine inside `pyk8s server`, with its own node client certificate."""
+async def start_local_agent(server: Any, args: Any, component_client: Callable[..., Client]) -> Any:
+    """A kubelet for this machine inside `pyk8s server`, with its own node client certificate.
+
+    `component_client(server, cn, orgs, user_agent, loopback=...)` makes that client: cluster.py
+    passes its own, so that the kubelet never imports the layer that assembles the cluster."""
     if os.geteuid() != 0:
         msg = "not running as root: pods cannot run here, so no kubelet is started (use `pyk8s agent` as root)"
         log.warning("pyk8s: local kubelet disabled: %s", msg)
         print(f"pyk8s: WARNING: local kubelet disabled: {msg}", flush=True)
         return _NoAgent(msg)
-    from ..cluster import component_client
 
     node = socket.gethostname().lower()
     data_dir = os.path.join(getattr(args, "data_dir", None) or server.config.data_dir, "agent")
