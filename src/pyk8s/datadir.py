@@ -8,11 +8,14 @@ at start with a warning naming the path. Modes are set explicitly, never left to
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
+import tempfile
+from pathlib import Path
 
-__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "ensure_private_dir", "ensure_private_file", "create_private_file"]
+__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "ensure_private_dir", "ensure_private_file", "create_private_file", "write_atomic"]
 
 log = logging.getLogger("pyk8s.datadir")
 
@@ -55,3 +58,22 @@ def create_private_file(path: str | os.PathLike[str]) -> None:
     else:
         os.fchmod(fd, PRIVATE_FILE)
         os.close(fd)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = PRIVATE_FILE) -> None:
+    """Write through a temp file in the same dir, fsync'd, then rename: a crash never leaves a
+    half-written key or kubeconfig, and the file has its mode before it holds anything."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

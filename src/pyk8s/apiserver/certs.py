@@ -23,7 +23,6 @@ import ipaddress
 import os
 import socket
 import ssl
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from ..datadir import ensure_private_dir, ensure_private_file
+from ..datadir import ensure_private_dir, ensure_private_file, write_atomic
 from ..pki import (
     BACKDATE,
     PrivateKey,
@@ -108,22 +107,6 @@ class Pki:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    """Write via a temp file + rename so a crash never leaves a half-written key."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def _load_key(path: Path) -> PrivateKey:
@@ -261,8 +244,8 @@ def _ensure_ca(ca_crt: Path, ca_key: Path) -> tuple[x509.Certificate, PrivateKey
             f"PKI is incomplete: {missing} is missing (remove {ca_crt.parent} to start over)"
         )
     cert, key = _new_ca()
-    _write_atomic(ca_key, private_key_pem(key), 0o600)
-    _write_atomic(ca_crt, certificate_pem(cert), 0o644)
+    write_atomic(ca_key, private_key_pem(key), 0o600)
+    write_atomic(ca_crt, certificate_pem(cert), 0o644)
     return cert, key, True
 
 
@@ -308,16 +291,16 @@ def ensure_pki(
         if reissue:
             key = new_ec_key()
             cert = issue_leaf(ca_cert, ca_key, x509_name("kube-apiserver"), key, server=True, sans=sans)
-            _write_atomic(srv_key, private_key_pem(key), 0o600)
-            _write_atomic(srv_crt, certificate_pem(cert), 0o644)
+            write_atomic(srv_key, private_key_pem(key), 0o600)
+            write_atomic(srv_crt, certificate_pem(cert), 0o644)
 
         # admin client cert
         adm_crt, adm_key = p["admin_cert_path"], p["admin_key_path"]
         if new_ca or not _leaf_ok(adm_crt, adm_key, ca_cert):
             key = new_ec_key()
             cert = issue_leaf(ca_cert, ca_key, x509_name("admin", ["system:masters"]), key, server=False)
-            _write_atomic(adm_key, private_key_pem(key), 0o600)
-            _write_atomic(adm_crt, certificate_pem(cert), 0o644)
+            write_atomic(adm_key, private_key_pem(key), 0o600)
+            write_atomic(adm_crt, certificate_pem(cert), 0o644)
 
         # service-account signing keys: independent of the CA, never rotated here (rotation
         # would invalidate every issued token)
@@ -328,12 +311,12 @@ def ensure_pki(
                 raise ValueError(f"{sa_key_path}: expected an RSA private key")
         else:
             sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-            _write_atomic(sa_key_path, private_key_pem(sa_key), 0o600)
+            write_atomic(sa_key_path, private_key_pem(sa_key), 0o600)
         pub_pem = sa_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
         if not sa_pub_path.exists() or sa_pub_path.read_bytes() != pub_pem:
-            _write_atomic(sa_pub_path, pub_pem, 0o644)
+            write_atomic(sa_pub_path, pub_pem, 0o644)
 
         serving = _load_cert(srv_crt)
     return Pki(
@@ -408,6 +391,6 @@ def copy_shared_pki(source: str | os.PathLike[str], data_dir: str | os.PathLike[
                 if d.read_bytes() != data:
                     raise ValueError(f"{d} differs from {s}: this data dir belongs to another cluster")
                 continue
-            _write_atomic(d, data, 0o600 if name.endswith(".key") else 0o644)
+            write_atomic(d, data, 0o600 if name.endswith(".key") else 0o644)
             copied.append(name)
     return copied

@@ -70,7 +70,7 @@ def _server_parser(sub: Any) -> None:
                    help="processes answering API requests on the port (default 1: this one); with more, "
                         "this process keeps the store and components and N workers answer, using more cores")
     p.add_argument("--api-worker", action="store_true", help=argparse.SUPPRESS)  # one of those, started by the main one
-    p.add_argument("--enable-priority-and-fairness", type=_go_bool, nargs="?", const=True, default=True,
+    p.add_argument("--enable-priority-and-fairness", action=argparse_bool(), nargs="?", const=True, default=True,
                    metavar="BOOL", help="API Priority and Fairness: classify requests by FlowSchemas into priority "
                    "levels that share the server's concurrency, queue them fairly and answer 429 when full "
                    "(default true; false: only the two in-flight limits below)")
@@ -97,14 +97,6 @@ def _server_parser(sub: Any) -> None:
     from ..apiserver.audit import options as audit_options
 
     audit_options.add_flags(p)
-
-
-def _go_bool(value: str) -> bool:
-    """A boolean flag's value as Go's strconv.ParseBool reads it (--flag=false)."""
-    v = {"1": True, "t": True, "true": True, "0": False, "f": False, "false": False}.get(value.lower())
-    if v is None:
-        raise argparse.ArgumentTypeError(f"invalid boolean value {value!r}")
-    return v
 
 
 def main(argv: list[str] | None = None) -> int:

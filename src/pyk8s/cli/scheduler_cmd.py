@@ -25,16 +25,16 @@ def add_parser(sub: Any) -> None:
 
 
 def argparse_bool() -> Any:
-    """--flag, --flag=true, --flag=false, as Go's boolean flags."""
+    """--flag, --flag=true, --flag=false, as Go's boolean flags (strconv.ParseBool's spellings)."""
     import argparse
 
     class BoolAction(argparse.Action):
         def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
             if isinstance(values, str):
                 v = values.strip().lower()
-                if v not in ("true", "false", "1", "0"):
-                    parser.error(f"{option_string}: invalid boolean {values!r}")
-                values = v in ("true", "1")
+                if v not in ("true", "false", "1", "0", "t", "f"):
+                    parser.error(f"{option_string}: invalid boolean value {values!r}")
+                values = v in ("true", "1", "t")
             setattr(namespace, self.dest, bool(values))
 
     return BoolAction

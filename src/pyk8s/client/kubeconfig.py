@@ -9,7 +9,6 @@ kubectl does) into a `KubeConfig` our own components use to connect.
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import shutil
 import ssl
@@ -21,6 +20,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from ..datadir import write_atomic
+
 __all__ = ["KubeConfig", "KubeconfigError", "write_kubeconfig", "load_kubeconfig"]
 
 
@@ -31,22 +32,6 @@ class KubeconfigError(ValueError):
 def _b64(data: bytes | str) -> str:
     raw = data.encode() if isinstance(data, str) else data
     return base64.b64encode(raw).decode("ascii")
-
-
-def _atomic_write(path: Path, text: str, mode: int = 0o600) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write_kubeconfig(
@@ -85,7 +70,7 @@ def write_kubeconfig(
         "preferences": {},
         "users": [{"name": user, "user": user_entry}],
     }
-    _atomic_write(Path(path), yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+    write_atomic(path, yaml.safe_dump(doc, sort_keys=False, default_flow_style=False).encode())
 
 
 @dataclass
