@@ -210,3 +210,22 @@ def test_table_is_changed_incrementally(env: Any) -> None:
     assert set(ALL) == set(rig.ips)
     _allow_all(rig)
     assert "set pol-" not in rig.ruleset() and os.path.exists(f"/run/netns/{rig.node_ns}")
+
+
+@pytest.mark.parametrize("user,groups,verb,resource,allowed", [
+    ("system:node:n1", ["system:nodes"], "watch", "networkpolicies.networking.k8s.io", "yes"),
+    ("system:node:n1", ["system:nodes"], "list", "namespaces", "yes"),
+    ("system:node:n1", ["system:nodes"], "create", "networkpolicies.networking.k8s.io", "no"),
+    ("system:pyk8s:network-policy", [], "list", "pods", "yes"),
+    ("system:pyk8s:network-policy", [], "delete", "pods", "no"),
+    ("system:pyk8s:network-policy", [], "get", "secrets", "no"),
+    ("system:serviceaccount:x:default", ["system:serviceaccounts"], "list", "networkpolicies.networking.k8s.io", "no"),
+])
+def test_controller_identities_read_only_what_they_need(env: Any, user: str, groups: list[str], verb: str,
+                                                        resource: str, allowed: str) -> None:
+    """`pyk8s agent` enforces with the node's credentials, the server's node with its own user: both
+    may read policies, pods and namespaces cluster-wide, and write nothing through that role."""
+    rig, cluster, api = env
+    args = ["auth", "can-i", verb, resource, "-A", "--as", user, *(f"--as-group={g}" for g in groups)]
+    r = cluster.kubectl(*args, check=False)
+    assert r.stdout.strip() == allowed, (args, r.stdout, r.stderr)

@@ -49,6 +49,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
+    p.add_argument("--disable-network-policy", action="store_true",
+                   help="do not enforce NetworkPolicies on this node (default: enforce them with nftables, "
+                        "docs/networkpolicy.md)")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
@@ -118,6 +121,11 @@ async def _agent(args: Any) -> int:
         await kl.stop()
         await client.close()
         return 1
+    netpol = None
+    if not args.disable_network_policy:
+        from ..netpol.controller import start_for_node
+
+        netpol = await start_for_node(client, cfg.node_name)
     from .. import gctune
 
     gctune.freeze()
@@ -131,6 +139,8 @@ async def _agent(args: Any) -> int:
             pass
     await stop.wait()
     print("pyk8s agent: stopping (pods keep running)", flush=True)
+    if netpol is not None:
+        await netpol.stop()  # its table stays: the pods keep running, and isolated
     await kl.stop()
     await client.close()
     return 0

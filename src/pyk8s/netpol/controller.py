@@ -54,6 +54,7 @@ class NetworkPolicyController:
         self._dirty = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.synced = asyncio.Event()  # the first sync after the informers' lists is in the kernel
+        self.owns_client = False  # stop() closes it
 
     async def start(self) -> None:
         for inf in (self.policies, self.pods, self.namespaces):
@@ -112,6 +113,32 @@ class NetworkPolicyController:
                 await self._task
             self._task = None
         await self.factory.stop()
+        if self.owns_client:
+            await self.client.close()
         if remove_table:
             with contextlib.suppress(Exception):
                 await run_nft(render_delete(self.config.table), self.config.nft)
+
+
+def unavailable_reason(nft: str = "nft") -> str:
+    """Why this machine cannot enforce policies ("" when it can): nft must run as root."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return "not running as root"
+    if shutil.which(nft) is None:
+        return f"{nft} not found"
+    return ""
+
+
+async def start_for_node(client: Client, node_name: str, owns_client: bool = False) -> NetworkPolicyController | None:
+    """The node's controller, or None (said once) where nftables cannot be programmed here."""
+    reason = unavailable_reason()
+    if reason:
+        log.warning("network policies are not enforced on node %s: %s", node_name, reason)
+        return None
+    ctl = NetworkPolicyController(client, NetworkPolicyConfig(node_name=node_name))
+    ctl.owns_client = owns_client
+    await ctl.start()
+    return ctl
