@@ -117,3 +117,19 @@ def test_diff_touches_only_what_changed() -> None:
     assert not any(line.startswith(("flush", "delete chain", "delete set", "add rule")) for line in script)
     gone = render_diff("t", old, compute_ruleset([], PODS, NS, NODE)).splitlines()
     assert gone[-1].startswith("delete set") and any(line.startswith("delete chain") for line in gone)
+
+
+def test_hostile_status_and_specs_never_reach_nft_unparsed_nor_widen_access() -> None:
+    """A pod status is written by kubelets (or anyone with pods/status): an address that is not one, or a
+    port out of range, must neither break the transaction (nft syntax) nor open more than asked."""
+    evil = [pod("x", "e1", "10.0.0.9 }; flush ruleset; add element inet t s { 1.2.3.4", {"pod": "a"}),
+            pod("x", "e2", "010.0.0.9", {"pod": "a"}),
+            pod("x", "e3", "10.0.0.8", {"pod": "a"}, ports=[("http", 70000, "TCP"), ("http", True, "TCP")])]
+    assert pod_info(evil[0]) is None and pod_info(evil[1]) is None
+    assert pod_info(evil[2]) is not None and pod_info(evil[2]).ports == ()  # type: ignore[union-attr]
+    rs = compute_ruleset([policy("x", "p", ingress=[{"from": [{"podSelector": {}}], "ports": [
+        {"port": 0}, {"port": 70000}, {"port": 80, "endPort": 99999}, {"port": "http"}, {"port": 1.5}]}])],
+        evil, NS, NODE)
+    assert sets_of(rs, "-peers") == [frozenset({"10.0.0.8"})]
+    assert sets_of(rs, "-ports") == [frozenset({"tcp . 80"})]
+    assert sets_of(rs, "-named") == []  # "http" named nothing valid: no rule for it

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..client.informer import InformerFactory
-from ..client.rest import Client
+from ..client.rest import Client, obj_key
 from .nftables import render_delete, render_diff, render_full, run_nft
-from .policy import Ruleset, compute_ruleset
+from .policy import PodInfo, Ruleset, compute_ruleset, pod_info
 
 __all__ = ["NetworkPolicyConfig", "NetworkPolicyController", "DEFAULT_TABLE"]
 
@@ -55,10 +55,12 @@ class NetworkPolicyController:
         self._task: asyncio.Task[None] | None = None
         self.synced = asyncio.Event()  # the first sync after the informers' lists is in the kernel
         self.owns_client = False  # stop() closes it
+        self.pod_infos: dict[str, PodInfo | None] = {}
 
     async def start(self) -> None:
-        for inf in (self.policies, self.pods, self.namespaces):
+        for inf in (self.policies, self.namespaces):
             inf.add_handlers(self._changed, self._updated, self._changed)
+        self.pods.add_handlers(self._pod_added, lambda old, new: self._pod_added(new), self._pod_deleted)
         self.factory.start()
         self._task = asyncio.create_task(self._run(), name="network-policy")
 
@@ -68,9 +70,18 @@ class NetworkPolicyController:
     def _updated(self, old: Any, new: Any) -> None:
         self._dirty.set()
 
+    def _pod_added(self, pod: Any) -> None:
+        # what policies need of a pod, parsed once per change rather than once per sync
+        self.pod_infos[obj_key(pod)] = pod_info(pod)
+        self._dirty.set()
+
+    def _pod_deleted(self, pod: Any) -> None:
+        self.pod_infos.pop(obj_key(pod), None)
+        self._dirty.set()
+
     def desired(self) -> Ruleset:
         ns_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in self.namespaces.list()}
-        return compute_ruleset(self.policies.list(), self.pods.list(), ns_labels, self.config.node_name)
+        return compute_ruleset(self.policies.list(), self.pod_infos.values(), ns_labels, self.config.node_name)
 
     async def sync(self) -> None:
         want = self.desired()

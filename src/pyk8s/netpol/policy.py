@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,23 +72,30 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo | None:
     if spec.get("hostNetwork") or status.get("phase") in ("Succeeded", "Failed"):
         return None
     ips = [p.get("ip", "") for p in status.get("podIPs") or []] or [status.get("podIP", "")]
-    ip = next((x for x in ips if x and _is_v4(x)), "")
+    ip = next((c for x in ips if (c := _canonical_v4(x))), "")
     if not ip:
         return None
     ports = []
     for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         for p in c.get("ports") or []:
-            if p.get("name") and isinstance(p.get("containerPort"), int):
-                ports.append((p["name"], p.get("protocol") or "TCP", p["containerPort"]))
+            number = _port(p.get("containerPort"))
+            if p.get("name") and number is not None:
+                ports.append((p["name"], p.get("protocol") or "TCP", number))
     return PodInfo(md.get("namespace", ""), md.get("name", ""), md.get("labels") or {}, ip,
                    spec.get("nodeName", ""), tuple(ports))
 
 
-def _is_v4(ip: str) -> bool:
+def _canonical_v4(ip: str) -> str:
+    """The address in canonical dotted form, or "" for anything else: nothing from an object reaches
+    an nft script unparsed (a status is written by kubelets, not trusted to be well formed)."""
     try:
-        return ipaddress.ip_address(ip).version == 4
-    except ValueError:
-        return False
+        return socket.inet_ntop(socket.AF_INET, socket.inet_pton(socket.AF_INET, ip))
+    except (OSError, TypeError, ValueError):
+        return ""
+
+
+def _port(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536 else None
 
 
 def effective_policy_types(spec: Mapping[str, Any]) -> tuple[bool, bool]:
@@ -118,6 +127,7 @@ class _Index:
         self.pods = list(pods)
         self.namespaces = namespaces
         self.by_ns: dict[str, list[PodInfo]] = {}
+        self.ns_memo: dict[str, list[str]] = {}
         for p in self.pods:
             self.by_ns.setdefault(p.namespace, []).append(p)
 
@@ -125,12 +135,20 @@ class _Index:
         # kubernetes.io/metadata.name is set on every namespace upstream; count on it even if absent
         return {**(self.namespaces.get(ns) or {}), "kubernetes.io/metadata.name": ns}
 
+    def selected_namespaces(self, ls: Mapping[str, Any]) -> list[str]:
+        """Namespaces (with pods) a selector picks; policies tend to share a few, so once per sync each."""
+        key = json.dumps(ls, sort_keys=True)
+        names = self.ns_memo.get(key)
+        if names is None:
+            sel = _selector(ls)
+            names = self.ns_memo[key] = [ns for ns in self.by_ns if _matches(sel, self.namespace_labels(ns))]
+        return names
+
     def peer_pods(self, peer: Mapping[str, Any], policy_ns: str) -> list[PodInfo]:
         has_pods = peer.get("podSelector") is not None  # null is absent, as a nil pointer upstream
         pod_sel = _selector(peer["podSelector"]) if has_pods else None
         if peer.get("namespaceSelector") is not None:
-            ns_sel = _selector(peer["namespaceSelector"])
-            names = [ns for ns in self.by_ns if _matches(ns_sel, self.namespace_labels(ns))]
+            names = self.selected_namespaces(peer["namespaceSelector"])
         else:
             names = [policy_ns]
         out = []
@@ -168,10 +186,19 @@ def _ip_block(block: Mapping[str, Any]) -> list[ipaddress.IPv4Network]:
     return nets  # type: ignore[return-value]
 
 
-def _net_elements(nets: Iterable[ipaddress.IPv4Network]) -> frozenset[str]:
-    """Disjoint canonical interval-set elements (nft refuses overlaps; a /32 is written as an address)."""
-    return frozenset(str(n.network_address) if n.prefixlen == 32 else str(n)
-                     for n in ipaddress.collapse_addresses(nets))
+def _net_elements(nets: Iterable[ipaddress.IPv4Network], ips: Iterable[str]) -> frozenset[str]:
+    """Disjoint canonical interval-set elements (nft refuses overlaps): the CIDRs merged, then each pod
+    address they do not already cover (distinct addresses never overlap; no per-pod network objects)."""
+    blocks = list(ipaddress.collapse_addresses(nets))
+    out = {str(n.network_address) if n.prefixlen == 32 else str(n) for n in blocks}
+    spans = [(int(n.network_address), int(n.broadcast_address)) for n in blocks]
+    for ip in set(ips):
+        if spans:
+            v = int.from_bytes(socket.inet_aton(ip), "big")
+            if any(lo <= v <= hi for lo, hi in spans):
+                continue
+        out.add(ip)
+    return frozenset(out)
 
 
 def _port_ranges(ranges: Iterable[tuple[str, int, int]]) -> frozenset[str]:
@@ -201,13 +228,14 @@ def _rule(ruleset: Ruleset, base: str, comment: str, rule: Mapping[str, Any], in
     peers = rule.get(peer_key) or []
     if peers:
         nets: list[ipaddress.IPv4Network] = []
+        ips: list[str] = []
         for peer in peers:
             if peer.get("ipBlock") is not None:
                 nets.extend(_ip_block(peer["ipBlock"]))
             elif peer.get("podSelector") is not None or peer.get("namespaceSelector") is not None:
-                nets.extend(ipaddress.IPv4Network(p.ip) for p in index.peer_pods(peer, policy_ns))
+                ips.extend(p.ip for p in index.peer_pods(peer, policy_ns))
         name = f"{base}-peers"
-        ruleset.sets[name] = NftSet(name, ADDR, True, _net_elements(nets))
+        ruleset.sets[name] = NftSet(name, ADDR, True, _net_elements(nets, ips))
         match_peer = f"ip {peer_dir} @{name} "
     ports = rule.get("ports") or []
     if not ports:
@@ -225,9 +253,11 @@ def _rule(ruleset: Ruleset, base: str, comment: str, rule: Mapping[str, Any], in
         if port is None:
             numeric.append((proto, 0, 65535))
         elif isinstance(port, int):
-            end = p.get("endPort")
-            numeric.append((proto, port, end if isinstance(end, int) and end >= port else port))
-        else:
+            if _port(port) is None:
+                continue  # validation refuses it; a stored one must not widen access
+            end = _port(p.get("endPort"))
+            numeric.append((proto, port, end if end is not None and end >= port else port))
+        elif isinstance(port, str):
             for d in destinations:
                 for pname, pproto, number in d.ports:
                     if pname == port and pproto == proto_name:
@@ -244,10 +274,11 @@ def _rule(ruleset: Ruleset, base: str, comment: str, rule: Mapping[str, Any], in
     return out
 
 
-def compute_ruleset(policies: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
+def compute_ruleset(policies: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any] | PodInfo | None],
                     namespaces: Mapping[str, Mapping[str, str]], node: str) -> Ruleset:
-    """The whole desired state for `node` (namespaces: name -> labels)."""
-    index = _Index((pi for p in pods if (pi := pod_info(p)) is not None), namespaces)
+    """The whole desired state for `node` (pods: objects or their pod_info, namespaces: name -> labels)."""
+    infos = (p if isinstance(p, PodInfo) or p is None else pod_info(p) for p in pods)
+    index = _Index((pi for pi in infos if pi is not None), namespaces)
     rs = Ruleset()
     in_policies: dict[str, list[str]] = {}  # local pod IP -> its ingress policy chains
     eg_policies: dict[str, list[str]] = {}
