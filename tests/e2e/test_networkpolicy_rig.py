@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import Cluster
+from tests.cluster import REPO, Cluster
 
 from .netpol_matrix import ALL, NAMESPACES, PODS, converge, expect
 from .netpol_rig import Rig, pod_manifest, requirements
@@ -229,3 +231,20 @@ def test_controller_identities_read_only_what_they_need(env: Any, user: str, gro
     args = ["auth", "can-i", verb, resource, "-A", "--as", user, *(f"--as-group={g}" for g in groups)]
     r = cluster.kubectl(*args, check=False)
     assert r.stdout.strip() == allowed, (args, r.stdout, r.stderr)
+
+
+def test_stopping_keeps_the_table_and_cleanup_removes_it(env: Any) -> None:
+    """Last in this module. A stopped controller leaves its pods isolated (they keep running);
+    `pyk8s netpol --cleanup` removes the table."""
+    rig, cluster, api = env
+    with policies(api, ("x", {"name": "deny", "podSelector": {}, "policyTypes": ["Ingress"]})):
+        _check(rig, cluster, 80, "TCP", lambda a, b: ns_of(b) != "x")
+        assert rig.controller is not None
+        rig.controller.terminate()
+        assert rig.controller.wait(10) == 0
+        _check(rig, cluster, 80, "TCP", lambda a, b: ns_of(b) != "x")
+        r = subprocess.run(["nsenter", f"--net=/run/netns/{rig.node_ns}", sys.executable, "-m", "pyk8s.cli", "netpol",
+                            "--cleanup", "--table", rig.table], capture_output=True, text=True, cwd=str(REPO))
+        assert r.returncode == 0, r.stderr
+        assert "ingress-pods" not in rig.ruleset()
+        _allow_all(rig)

@@ -14,8 +14,8 @@ def add_parser(sub: Any) -> None:
                        description="Watch NetworkPolicies, Pods and Namespaces through the API and program this "
                                    "node's nftables table so that its pods get only the traffic the policies "
                                    "allow (docs/networkpolicy.md).")
-    p.add_argument("--kubeconfig", required=True,
-                   help="kubeconfig of an identity that may list and watch networkpolicies, pods and namespaces")
+    p.add_argument("--kubeconfig", default=None,
+                   help="kubeconfig (required unless --cleanup) of an identity that may list and watch networkpolicies, pods and namespaces")
     p.add_argument("--hostname-override", default=None,
                    help="the node whose pods to isolate (default: the hostname, lowercased)")
     p.add_argument("--table", default="pyk8s-netpol", help="the nftables table (family inet) to own (default "
@@ -37,6 +37,9 @@ async def _main(args: Any) -> int:
             print(f"pyk8s netpol: {e}", file=sys.stderr)
             return 1
         return 0
+    if not args.kubeconfig:
+        print("pyk8s netpol: --kubeconfig is required", file=sys.stderr)
+        return 2
     try:
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="network-policy/pyk8s")
     except (OSError, ValueError) as e:
