@@ -1,7 +1,7 @@
-"""NetworkPolicy enforcement by `pyk8s netpol` on a node of network namespaces (netpol_rig.py).
+"""NetworkPolicy enforcement by `pyk8s netpol` on two nodes of network namespaces (netpol_rig.py).
 
-Real API server, real Pod and NetworkPolicy objects, the controller in the node's namespace
-programming real nftables, real TCP/UDP probes between pod namespaces on every ordered pair of
+Real API server, real Pod and NetworkPolicy objects, one controller in each node's namespace
+with that node's own credentials (system:node:<name>) programming real nftables, real TCP/UDP probes between pod namespaces on every ordered pair of
 the upstream e2e grid (namespaces x, y, z; pods a, b, c). The cases follow upstream's
 test/e2e/network/netpol/network_policy.go.
 """
@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import REPO, Cluster
+from tests.cluster import REPO, Cluster, node_kubeconfig
 
 from .netpol_matrix import ALL, NAMESPACES, PODS, converge, expect
-from .netpol_rig import Rig, pod_manifest, requirements
+from .netpol_rig import NODES, Rig, pod_manifest, requirements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("netpol-rig"), pytest.mark.timeout(180)]
 
@@ -34,7 +34,11 @@ def env() -> Iterator[tuple[Rig, Cluster, Any]]:
     cluster: Cluster | None = None
     try:
         rig.build()
-        cluster = Cluster(tempfile.mkdtemp(prefix="pyk8s-netpol-"), ["--bind-address", rig.host_ip, "--tls-san", rig.host_ip]).start()
+        # the server listens on the host end of node0's link; node1 reaches it through the host
+        cluster = Cluster(tempfile.mkdtemp(prefix="pyk8s-netpol-"),
+                          ["--bind-address", rig.host_ip[0], "--tls-san", rig.host_ip[0]]).start()
+        for n in range(len(NODES)):
+            rig.node(n, "ip", "route", "add", f"{rig.host_ip[0]}/32", "via", rig.host_ip[n], check=n != 0)
         from kubernetes import client as k
 
         api = cluster.api_client()
@@ -44,11 +48,11 @@ def env() -> Iterator[tuple[Rig, Cluster, Any]]:
         for n in NAMESPACES:
             _wait_default_service_account(core, n)
             for p in PODS:
-                core.create_namespaced_pod(n, pod_manifest(n, p))
+                core.create_namespaced_pod(n, pod_manifest(n, p, NODES[rig.node_of[f"{n}/{p}"]]))
                 ip = rig.ips[f"{n}/{p}"]
                 core.patch_namespaced_pod_status(p, n, {"status": {"phase": "Running", "podIP": ip,
                                                                    "podIPs": [{"ip": ip}]}})
-        rig.start_controller(cluster.kubeconfig)
+        rig.start_controllers([node_kubeconfig(cluster, node) for node in NODES])
         yield rig, cluster, api
     finally:
         if cluster is not None:
@@ -87,8 +91,8 @@ def _check(rig: Rig, cluster: Cluster, port: int, proto: str, allowed: Any) -> N
     try:
         converge(rig.probe_all, port, proto, expect(allowed))
     except AssertionError as e:
-        raise AssertionError(f"{e}\n--- table:\n{rig.ruleset()}\n--- controller:\n"
-                             f"{''.join(rig.controller_log[-20:])}") from None
+        raise AssertionError(f"{e}\n--- node0 table:\n{rig.ruleset(0)}\n--- node1 table:\n{rig.ruleset(1)}\n"
+                             f"--- controllers:\n{''.join(rig.controller_log[-20:])}") from None
 
 
 def ns_of(p: str) -> str:
@@ -107,7 +111,8 @@ def test_default_deny_ingress(env: Any) -> None:
         _check(rig, cluster, 80, "TCP", lambda a, b: ns_of(b) != "x")
         _check(rig, cluster, 81, "UDP", lambda a, b: ns_of(b) != "x")
         # kubelet probes come from the node: allowed, as upstream CNIs allow them
-        rig.node("python3", "-c", f"import socket; socket.create_connection(('{rig.ips['x/a']}', 80), 2)")
+        for p in ("x/a", "x/b"):
+            rig.node(rig.node_of[p], "python3", "-c", f"import socket; socket.create_connection(('{rig.ips[p]}', 80), 2)")
     _allow_all(rig)
 
 
@@ -211,7 +216,7 @@ def test_table_is_changed_incrementally(env: Any) -> None:
         assert listing.count("set pol-") == 1 and rig.ips["x/c"] in listing
     assert set(ALL) == set(rig.ips)
     _allow_all(rig)
-    assert "set pol-" not in rig.ruleset() and os.path.exists(f"/run/netns/{rig.node_ns}")
+    assert "set pol-" not in rig.ruleset() and os.path.exists(f"/run/netns/{rig.node_ns[0]}")
 
 
 @pytest.mark.parametrize("user,groups,verb,resource,allowed", [
@@ -239,12 +244,13 @@ def test_stopping_keeps_the_table_and_cleanup_removes_it(env: Any) -> None:
     rig, cluster, api = env
     with policies(api, ("x", {"name": "deny", "podSelector": {}, "policyTypes": ["Ingress"]})):
         _check(rig, cluster, 80, "TCP", lambda a, b: ns_of(b) != "x")
-        assert rig.controller is not None
-        rig.controller.terminate()
-        assert rig.controller.wait(10) == 0
+        for c in rig.controllers:
+            c.terminate()
+            assert c.wait(10) == 0
         _check(rig, cluster, 80, "TCP", lambda a, b: ns_of(b) != "x")
-        r = subprocess.run(["nsenter", f"--net=/run/netns/{rig.node_ns}", sys.executable, "-m", "pyk8s.cli", "netpol",
-                            "--cleanup", "--table", rig.table], capture_output=True, text=True, cwd=str(REPO))
-        assert r.returncode == 0, r.stderr
-        assert "ingress-pods" not in rig.ruleset()
+        for ns in rig.node_ns:
+            r = subprocess.run(["nsenter", f"--net=/run/netns/{ns}", sys.executable, "-m", "pyk8s.cli", "netpol",
+                                "--cleanup", "--table", rig.table], capture_output=True, text=True, cwd=str(REPO))
+            assert r.returncode == 0, r.stderr
+        assert "ingress-pods" not in rig.ruleset(0) + rig.ruleset(1)
         _allow_all(rig)
