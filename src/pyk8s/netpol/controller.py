@@ -97,7 +97,13 @@ class NetworkPolicyController:
         self.syncs += 1
 
     async def _run(self) -> None:
-        await self.factory.wait_synced(None)
+        while True:
+            try:
+                await self.factory.wait_synced(30)
+                break
+            except TimeoutError:  # say so: until the lists arrive, nothing is enforced on this node
+                log.warning("network policies not enforced yet on node %s: cannot list networkpolicies, pods "
+                            "and namespaces (reachable API? allowed to list them?)", self.config.node_name)
         self._dirty.set()
         while True:
             await self._dirty.wait()
