@@ -43,7 +43,7 @@ def report(port: int, proto: str, want: Matrix, got: Matrix) -> str:
 
 
 def converge(probe_all: Callable[[list[Probe]], dict[Probe, bool]], port: int, proto: str, want: Matrix,
-             timeout: float = 10.0) -> None:
+             timeout: float = 20.0) -> None:
     """Probe until the matrix equals `want` (policies take a moment to reach the node), or fail with it."""
     probes = [(a, b, port, proto) for (a, b) in want]
     deadline = time.monotonic() + timeout

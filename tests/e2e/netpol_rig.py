@@ -22,6 +22,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from tests.cluster import REPO
@@ -107,6 +108,8 @@ class Rig:
             self.pod_ns[peer], self.ips[peer], self.node_of[peer] = ns, ip, n
             self.node(n, "ip", "link", "add", f"v{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
             self.node(n, "ip", "link", "set", f"v{i}", "master", "br0", "up")
+            # as the CNI bridge plugin's hairpinMode: a pod's packets may come back out its own port
+            self.node(n, "ip", "link", "set", f"v{i}", "type", "bridge_slave", "hairpin", "on")
             pod = ("nsenter", f"--net=/run/netns/{ns}")
             sh(*pod, "ip", "addr", "add", f"{ip}/24", "dev", "eth0")
             sh(*pod, "ip", "link", "set", "eth0", "up")
@@ -136,6 +139,14 @@ class Rig:
             out.update(zip(prs, json.loads(p.stdout.readline()), strict=True))
         return out
 
+    def probe_addr(self, src: str, ip: str, port: int, proto: str = "TCP") -> bool:
+        """One probe from pod `src` to any address (a Service's, say)."""
+        p = self.probers[src]
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.write(json.dumps([[ip, port, proto]]) + "\n")
+        p.stdin.flush()
+        return bool(json.loads(p.stdout.readline())[0])
+
     # ---- the policy controllers ------------------------------------------------------------
     def start_controllers(self, kubeconfigs: list[str]) -> None:
         for n, kubeconfig in enumerate(kubeconfigs):
@@ -145,6 +156,15 @@ class Rig:
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO))
             self.controllers.append(c)
             threading.Thread(target=self._drain, args=(n, c), daemon=True).start()
+
+    def wait_controllers(self, timeout: float = 60) -> None:
+        """Until each controller's first sync is in its node's kernel (its table exists)."""
+        deadline = time.monotonic() + timeout
+        for n in range(len(self.controllers)):
+            while "ingress-pods" not in self.ruleset(n):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"node{n}'s controller never synced:\n{''.join(self.controller_log)}")
+                time.sleep(0.1)
 
     def _drain(self, n: int, c: subprocess.Popen[str]) -> None:
         assert c.stdout is not None

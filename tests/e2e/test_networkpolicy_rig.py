@@ -53,6 +53,7 @@ def env() -> Iterator[tuple[Rig, Cluster, Any]]:
                 core.patch_namespaced_pod_status(p, n, {"status": {"phase": "Running", "podIP": ip,
                                                                    "podIPs": [{"ip": ip}]}})
         rig.start_controllers([node_kubeconfig(cluster, node) for node in NODES])
+        rig.wait_controllers()
         yield rig, cluster, api
     finally:
         if cluster is not None:
@@ -203,6 +204,31 @@ def test_relabelling_pods_and_namespaces_moves_access(env: Any) -> None:
         _check(rig, cluster, 80, "TCP", lambda a, b: ns_of(b) != "x")
     core.patch_namespaced_pod("c", "z", {"metadata": {"labels": {"pod": "c"}}})
     core.patch_namespace("z", {"metadata": {"labels": {"team": None}}})
+    _allow_all(rig)
+
+
+def test_a_pod_reaches_itself_through_its_service(env: Any) -> None:
+    """Upstream: a pod cannot block access to itself. Through a Service, kube-proxy's DNAT and hairpin
+    masquerade put its own packets on the forward path (from and to its address): still allowed;
+    another pod through the same Service is not."""
+    rig, cluster, api = env
+    n, svc, me = rig.node_of["x/a"], "10.96.77.77", rig.ips["x/a"]
+    table = f"netpol-{rig.tag}-svc"  # a kube-proxy stand-in, in the node's own namespace
+    script = (f"add table ip {table}\n"
+              f"add chain ip {table} pre {{ type nat hook prerouting priority -100; }}\n"
+              f"add rule ip {table} pre ip daddr {svc} tcp dport 80 dnat to {me}:80\n"
+              f"add chain ip {table} post {{ type nat hook postrouting priority 100; }}\n"
+              f"add rule ip {table} post ip saddr {me} ip daddr {me} masquerade\n")
+    subprocess.run(["nsenter", f"--net=/run/netns/{rig.node_ns[n]}", "nft", "-f", "-"], input=script, text=True,
+                   check=True)
+    try:
+        assert rig.probe_addr("x/a", svc, 80) and rig.probe_addr("x/c", svc, 80)
+        with policies(api, ("x", {"name": "deny-all", "podSelector": {}, "policyTypes": ["Ingress", "Egress"]})):
+            _check(rig, cluster, 80, "TCP", lambda a, b: ns_of(b) != "x" and ns_of(a) != "x")
+            assert rig.probe_addr("x/a", svc, 80)
+            assert not rig.probe_addr("x/c", svc, 80)
+    finally:
+        rig.node(n, "nft", "delete", "table", "ip", table, check=False)
     _allow_all(rig)
 
 

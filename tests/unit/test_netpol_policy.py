@@ -58,6 +58,8 @@ def test_only_local_selected_pods_are_isolated_with_one_chain_per_policy_combina
     combo = rs.chains[rs.ingress["10.0.0.1"]]
     assert combo[-1] == "drop" and len(combo) == 3  # both policies, then drop (default deny)
     assert not any("remote" in r for c in rs.chains.values() for r in c)
+    # each isolated local pod may always reach itself (through its own Service)
+    assert rs.sets["self-pairs"].elements == {"10.0.0.1 . 10.0.0.1", "10.0.0.2 . 10.0.0.2"}
 
 
 def test_peers_namespace_and_pod_selectors_and_the_terminal_pod_left_out() -> None:

@@ -5,8 +5,8 @@ where a pod's traffic to another pod, to another node or to the outside passes (
 Linux bridge reach this hook through br_netfilter, as with upstream's bridge-based CNIs; the
 node's own traffic to its pods never passes forward, so it is always allowed, as upstream asks):
 
-    egress  (priority -1): replies accepted; else `ip saddr vmap @egress-pods`
-    ingress (priority  0): replies accepted; else `ip daddr vmap @ingress-pods`
+    egress  (priority -1): replies and a pod to itself accepted; else `ip saddr vmap @egress-pods`
+    ingress (priority  0): replies and a pod to itself accepted; else `ip daddr vmap @ingress-pods`
 
 The maps send a local isolated pod's packets to the chain of its policies; a matching rule
 accepts (ending that base chain only, so an egress accept still meets the ingress check), and
@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 
-from .policy import NftSet, Ruleset
+from .policy import SELF_PAIRS, NftSet, Ruleset
 
 __all__ = ["NftError", "render_delete", "render_diff", "render_full", "run_nft"]
 
@@ -71,9 +71,11 @@ def render_full(table: str, rs: Ruleset) -> str:
     out += _map_elements("add", ft, EGRESS_MAP, rs.egress)
     out += [f"add chain {ft} egress {{ type filter hook forward priority -1; policy accept; }}",
             f"add rule {ft} egress ct state established,related accept",
+            f"add rule {ft} egress ip saddr . ip daddr @{SELF_PAIRS} accept",
             f"add rule {ft} egress ip saddr vmap @{EGRESS_MAP}",
             f"add chain {ft} ingress {{ type filter hook forward priority 0; policy accept; }}",
             f"add rule {ft} ingress ct state established,related accept",
+            f"add rule {ft} ingress ip saddr . ip daddr @{SELF_PAIRS} accept",
             f"add rule {ft} ingress ip daddr vmap @{INGRESS_MAP}"]
     return "\n".join(out) + "\n"
 

@@ -14,8 +14,8 @@ Semantics as upstream documents them (networking.k8s.io/v1 NetworkPolicy):
   (every pod of those namespaces), both together (those pods of those namespaces) or an ipBlock
   (a CIDR minus its excepts);
 - a named port resolves on the destination pod: its containers' ports of that name and protocol;
-- replies of allowed connections, and the node's own traffic to its pods, are always allowed
-  (the base chains and the hooks in nftables.py).
+- replies of allowed connections, a pod's traffic to itself, and the node's own traffic to its
+  pods are always allowed (the base chains and the hooks in nftables.py).
 Pods without an IP, hostNetwork pods and terminal pods (their IP may be reused) are left out.
 IPv4 only: the pod network is IPv4 (kubelet/runtime/cni.py).
 """
@@ -38,6 +38,7 @@ ADDR = "ipv4_addr"
 PROTO_PORT = "inet_proto . inet_service"
 ADDR_PROTO_PORT = "ipv4_addr . inet_proto . inet_service"
 PROTOCOLS = {"TCP": "tcp", "UDP": "udp", "SCTP": "sctp"}
+SELF_PAIRS, SELF_PAIRS_TYPE = "self-pairs", "ipv4_addr . ipv4_addr"
 
 
 @dataclass(frozen=True)
@@ -310,4 +311,8 @@ def compute_ruleset(policies: Iterable[Mapping[str, Any]], pods: Iterable[Mappin
                 # no policy accepted it: drop (a policy with no rules is a default deny)
                 rs.chains[combo] = (*(f"jump {c}" for c in chains), "drop")
             verdicts[ip] = combo
+    # "a pod cannot block access to itself": through its own Service (DNAT, then hairpin masquerade
+    # after the forward hook) its packets cross forward from and to its own address
+    rs.sets[SELF_PAIRS] = NftSet(SELF_PAIRS, SELF_PAIRS_TYPE, False,
+                                 frozenset(f"{ip} . {ip}" for ip in {*rs.ingress, *rs.egress}))
     return rs
