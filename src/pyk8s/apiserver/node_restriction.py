@@ -1,8 +1,10 @@
 """Upstream's NodeRestriction admission plugin, for writes by kubelets (`system:node:<name>`).
 
-A kubelet may create only mirror pods bound to itself, update the status only of pods bound
-to itself, and create or modify only its own Node, without touching labels under
-`node-restriction.kubernetes.io/`. Errors are upstream's admission.NewForbidden texts.
+A kubelet may create only mirror pods bound to itself (owned by its own Node as controller,
+referencing no service account, Secret, ConfigMap, claim or ClusterTrustBundle), update the
+status only of pods bound to itself, delete and evict only pods bound to itself, and create
+or modify only its own Node, without touching labels under `node-restriction.kubernetes.io/`.
+Errors are upstream's admission.NewForbidden texts.
 Enabled with `--enable-admission-plugins=NodeRestriction` (upstream's default plugin set
 does not include it either; kubeadm enables it).
 """
@@ -13,9 +15,9 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
-from .node_authorizer import node_name
+from .node_authorizer import _refs, node_name
 
-__all__ = ["admit"]
+__all__ = ["admit", "admit_other"]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 RESTRICTED_LABEL_DOMAIN = "node-restriction.kubernetes.io"
@@ -34,7 +36,7 @@ def _restricted(labels: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def admit(rest: Any, res: Resource, op: str, obj: dict[str, Any], old: dict[str, Any] | None, ctx: Any) -> None:
+def admit(rest: Any, res: Resource, op: str, obj: dict[str, Any], old: dict[str, Any] | None, ctx: Any) -> Any:
     user = getattr(ctx, "user", None)
     node = node_name(user) if user is not None else None
     if node is None:
@@ -42,8 +44,48 @@ def admit(rest: Any, res: Resource, op: str, obj: dict[str, Any], old: dict[str,
     kind = res.group_kind
     if kind == ("", "Pod"):
         _admit_pod(res, op, obj, old, ctx.subresource, node)
+        if op == "CREATE" and not ctx.subresource:
+            return _owner_is_this_node(rest, res, obj, node)
     elif kind == ("", "Node"):
         _admit_node(res, op, obj, old, node)
+
+
+async def admit_other(rest: Any, res: Resource, op: str, namespace: str | None, name: str, obj: dict[str, Any],
+                      ctx: Any) -> None:
+    """A pod's DELETE or eviction (obj: the stored pod), a service account token's CREATE (obj:
+    the TokenRequest)."""
+    user = getattr(ctx, "user", None)
+    node = node_name(user) if user is not None else None
+    if node is None:
+        return
+    if res.group_kind == ("", "ServiceAccount") and ctx.subresource == "token":
+        await _admit_token(rest, res, namespace, name, obj, node)
+        return
+    if res.group_kind != ("", "Pod") or ((obj.get("spec") or {}).get("nodeName") or "") == node:
+        return
+    if ctx.subresource == "eviction":
+        raise _forbidden(res, obj, f"node {node} can only evict pods with spec.nodeName set to itself")
+    raise _forbidden(res, obj, f'node "{node}" can only delete pods with spec.nodeName set to itself')
+
+
+async def _admit_token(rest: Any, res: Resource, namespace: str | None, name: str, tr: dict[str, Any],
+                       node: str) -> None:
+    """A kubelet's token must be bound to a pod that runs on it."""
+    ref = (tr.get("spec") or {}).get("boundObjectRef") or {}
+    if ref.get("apiVersion") != "v1" or ref.get("kind") != "Pod" or not ref.get("name"):
+        raise E.new_forbidden(res.resource, name, "node requested token not bound to a pod")
+    if not ref.get("uid"):
+        raise E.new_forbidden(res.resource, name, "node requested token with a pod binding without a uid")
+    pods = rest.registry.get("", "v1", "pods")
+    pod = await rest.get_current(pods, namespace, ref["name"])
+    if pod is None:
+        raise E.new_not_found("pods", ref["name"])
+    if ref["uid"] != pod["metadata"].get("uid"):
+        raise E.new_forbidden(res.resource, name, f"the UID in the bound object reference ({ref['uid']}) does not "
+                                                  "match the UID in record. The object might have been deleted and "
+                                                  "then recreated")
+    if (pod.get("spec") or {}).get("nodeName") != node:
+        raise E.new_forbidden(res.resource, name, "node requested token bound to a pod scheduled on a different node")
 
 
 def _admit_pod(res: Resource, op: str, pod: dict[str, Any], old: dict[str, Any] | None, sub: str, node: str) -> None:
@@ -51,16 +93,61 @@ def _admit_pod(res: Resource, op: str, pod: dict[str, Any], old: dict[str, Any] 
         bound = ((old or pod).get("spec") or {}).get("nodeName")
         if bound != node:
             raise _forbidden(res, pod, f'node "{node}" can only update pod status for pods with spec.nodeName set to itself')
+        if old is not None and ((old.get("metadata") or {}).get("labels") or {}) != (
+                (pod.get("metadata") or {}).get("labels") or {}):
+            raise _forbidden(res, pod, f'node "{node}" cannot update labels through pod status')
         return
     if sub:
         return
     if op != "CREATE":
         raise _forbidden(res, pod, f'unexpected operation "{op}", node "{node}" can only create and delete mirror pods')
-    if MIRROR_ANNOTATION not in ((pod.get("metadata") or {}).get("annotations") or {}):
+    _admit_mirror_pod(res, pod, node)
+
+
+def _admit_mirror_pod(res: Resource, pod: dict[str, Any], node: str) -> None:
+    md = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    if MIRROR_ANNOTATION not in (md.get("annotations") or {}):
         raise _forbidden(res, pod, f'pod does not have "{MIRROR_ANNOTATION}" annotation, node "{node}" can only '
                                    f"create mirror pods")
-    if (pod.get("spec") or {}).get("nodeName") != node:
+    if spec.get("nodeName") != node:
         raise _forbidden(res, pod, f'node "{node}" can only create pods with spec.nodeName set to itself')
+    owners = md.get("ownerReferences") or []
+    if len(owners) > 1:
+        raise _forbidden(res, pod, f'node "{node}" can only create pods with a single owner reference set to itself')
+    if not owners:
+        raise _forbidden(res, pod, f'node "{node}" can only create pods with an owner reference set to itself')
+    owner = owners[0]
+    if owner.get("apiVersion") != "v1" or owner.get("kind") != "Node" or owner.get("name") != node:
+        raise _forbidden(res, pod, f'node "{node}" can only create pods with an owner reference set to itself')
+    if not owner.get("controller"):
+        raise _forbidden(res, pod, f'node "{node}" can only create pods with a controller owner reference set to '
+                                   "itself")
+    if owner.get("blockOwnerDeletion"):
+        raise _forbidden(res, pod, f'node "{node}" must not set blockOwnerDeletion on an owner reference')
+    # a mirror pod may reference no other API object: the node could read it through the pod otherwise
+    if spec.get("serviceAccountName"):
+        raise _forbidden(res, pod, f'node "{node}" can not create pods that reference a service account')
+    for kind in ("secrets", "configmaps"):
+        if any(True for _ in _refs(pod, kind)):
+            raise _forbidden(res, pod, f'node "{node}" can not create pods that reference {kind}')
+    vols = spec.get("volumes") or []
+    if any(src.get("clusterTrustBundle") for v in vols for src in (v.get("projected") or {}).get("sources") or []):
+        raise _forbidden(res, pod, f'node "{node}" can not create pods that reference clustertrustbundles')
+    if any(v.get("persistentVolumeClaim") for v in vols):
+        raise _forbidden(res, pod, f'node "{node}" can not create pods that reference persistentvolumeclaims')
+
+
+async def _owner_is_this_node(rest: Any, res: Resource, pod: dict[str, Any], node: str) -> None:
+    """A mirror pod's owner must be this Node as it is now, not one deleted and recreated."""
+    nodes = rest.registry.get("", "v1", "nodes")
+    cur = await rest.get_current(nodes, None, node)
+    if cur is None:
+        raise E.new_not_found("nodes", node)
+    want = cur["metadata"].get("uid", "")
+    got = ((pod.get("metadata") or {}).get("ownerReferences") or [{}])[0].get("uid", "")
+    if got != want:
+        raise _forbidden(res, pod, f"node {node} UID mismatch: expected {got} got {want}")
 
 
 def _admit_node(res: Resource, op: str, obj: dict[str, Any], old: dict[str, Any] | None, node: str) -> None:

@@ -356,8 +356,7 @@ class APIServer:
             getter = _CacheGetter(self)
             rules = next(r["rules"] for r in bootstrap_policy(False) if r["kind"] == "ClusterRole"
                          and r["metadata"]["name"] == "system:node")
-            node = NodeAuthorizer(pods.list, lambda ns, name: getter._get("", "persistentvolumeclaims", ns, name),
-                                  rules)
+            node = NodeAuthorizer(pods.list, getter._get, rules)
         return UnionAuthorizer(modes, rbac, node)
 
     def _rbac_event(self, ce: Any) -> None:
@@ -512,7 +511,7 @@ class APIServer:
             return user
         return self.authenticator.authenticate(request.headers, peer)
 
-    def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str) -> None:
+    def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str, field_selector: str = "") -> None:
         if info.is_resource:
             attrs = RequestAttributes(verb=verb, api_group=info.group, resource=info.resource,
                                       subresource=info.subresource, name=info.name,
@@ -520,6 +519,10 @@ class APIServer:
                                       resource_request=True)
             if info.resource == "namespaces":
                 attrs.namespace = info.name if info.name else ""
+            if field_selector and verb in ("list", "watch"):
+                from .selector_attributes import with_field_selector
+
+                with_field_selector(attrs, field_selector)
         else:
             attrs = RequestAttributes(verb=verb, path=path, resource_request=False)
         ok, reason = self.authorizer.authorize(user, attrs)
@@ -563,7 +566,7 @@ class APIServer:
             verb = "deletecollection"
         else:
             verb = VERB_BY_METHOD.get(m, m.lower())
-        self._authorize(user, info, verb, path)
+        self._authorize(user, info, verb, path, q.get("fieldSelector", ""))
         fm = q.get("fieldManager", "")
         if fm and m in _OPTIONS_KIND:
             validate_field_manager(fm, _OPTIONS_KIND[m])
