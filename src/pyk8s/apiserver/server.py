@@ -589,15 +589,18 @@ class APIServer:
             raise E.new_bad_request(f"fieldValidation: Invalid value: {ctx.field_validation!r}: must be one of "
                                     "Ignore, Warn, or Strict".replace("'", '"'))
         assert self.handler is not None
-        if res.deprecation_warning:  # a deprecated CRD version, as upstream's crdHandler: errors warn too
-            ctx.warnings.append(res.deprecation_warning)
-        resp = await self.handler.handle(request, info, res, ctx)
-        if res.deprecated_replacement and not resp.prepared:
+        deprecated = res.deprecation_warning  # a deprecated CRD version's
+        if res.deprecated_replacement:  # a built-in deprecated version's
             from ..api.conversion import deprecation_warning
 
-            resp.headers.add("Warning", warning_value(deprecation_warning(res.group, res.version, res.kind)))
-        elif res.deprecation_warning and not resp.prepared:
-            w = warning_value(res.deprecation_warning)
+            deprecated = deprecation_warning(res.group, res.version, res.kind)
+        if deprecated:
+            # before the handler, as upstream's: errors and watches (whose headers go out before it
+            # returns) warn too
+            ctx.warnings.append(deprecated)
+        resp = await self.handler.handle(request, info, res, ctx)
+        if deprecated and not resp.prepared:
+            w = warning_value(deprecated)
             if w not in resp.headers.getall("Warning", ()):  # writes carry ctx.warnings already
                 resp.headers.add("Warning", w)
         return resp
