@@ -14,8 +14,8 @@ from typing import Any
 from aiohttp import web
 
 from ..api import errors as E
-from ..kubelet.streaming.hijack import hijack
-from ..kubelet.streaming.spdy import StreamsConn
+from ..streaming.conn import StreamsConn
+from ..streaming.hijack import hijack
 
 __all__ = ["splice", "is_upgrade", "read_response_head", "read_body", "hostport", "Refusal"]
 
