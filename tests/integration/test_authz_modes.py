@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import types
 from collections.abc import Iterator
 
@@ -52,10 +53,10 @@ def kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c.stop()
 
 
-def _as(c: Cluster, kubeconfig: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _as(c: Cluster, kubeconfig: str, *args: str, input_: str | None = None) -> subprocess.CompletedProcess[str]:
     binary = list(kubectl_binaries().values())[-1]
     env = dict(os.environ, KUBECONFIG=kubeconfig, HOME=c.home)
-    return subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=60, input=input_)
 
 
 def _setup(c: Cluster) -> None:
@@ -270,6 +271,69 @@ def test_node_creates_only_well_formed_mirror_pods(kc: Cluster) -> None:
         msg = _forbidden_message(lambda b=body: api.create_namespaced_pod("default", b))
         assert msg == f'pods "m1" is forbidden: {want}', msg
     assert api.create_namespaced_pod("default", mirror("m1", own)).metadata.name == "m1"
+
+
+def test_node_leases_only_its_own(kc: Cluster) -> None:
+    """coordination.k8s.io leases: the authorizer admits a node to kube-node-lease and its own
+    lease's name; NodeRestriction checks the name a create carries in its body."""
+    k1 = _kubelet_kubeconfig(kc, "n1")
+
+    def lease(ns: str, name: str) -> str:
+        return json.dumps({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                           "metadata": {"name": name, "namespace": ns}, "spec": {"holderIdentity": name}})
+
+    r = _as(kc, k1, "create", "-f", "-", input_=lease("kube-node-lease", "n2"))
+    assert ('leases.coordination.k8s.io "n2" is forbidden: can only access node lease with the same name as the '
+            "requesting node") in r.stderr, r.stderr
+    r = _as(kc, k1, "create", "-f", "-", input_=lease("default", "n1"))
+    assert ('cannot create resource "leases" in API group "coordination.k8s.io" in the namespace "default": can '
+            'only access leases in the "kube-node-lease" system namespace') in r.stderr, r.stderr
+    assert _as(kc, k1, "create", "-f", "-", input_=lease("kube-node-lease", "n1")).returncode == 0
+    r = _as(kc, k1, "-n", "kube-node-lease", "get", "lease", "n2")
+    assert "can only access node lease with the same name as the requesting node" in r.stderr, r.stderr
+    assert _as(kc, k1, "-n", "kube-node-lease", "get", "lease", "n1", "-o", "name").stdout.strip() == \
+        "lease.coordination.k8s.io/n1"
+
+
+def _grant(c: Cluster, user: str, resources: list[str], verbs: list[str]) -> None:
+    """RBAC that lets a node identity past authorization, so that NodeRestriction judges it."""
+    name = f"test-{user.replace(':', '-')}"
+    role = {"metadata": {"name": name}, "rules": [{"apiGroups": [""], "resources": resources, "verbs": verbs}]}
+    assert raw_request(c, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role).status == 201
+    crb = {"metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                  "name": name},
+           "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]}
+    assert raw_request(c, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", crb).status == 201
+
+
+def _until_admitted(call: object) -> str:
+    """The 403 of admission, once authorization lets the call through (RBAC sees a new binding
+    within moments; until then its refusal names the user)."""
+    deadline = time.monotonic() + 10
+    msg = _forbidden_message(call)
+    while 'User "' in msg and time.monotonic() < deadline:
+        time.sleep(0.1)
+        msg = _forbidden_message(call)
+    return msg
+
+
+def test_node_writes_no_other_pod_subresource(kc: Cluster) -> None:
+    """NodeRestriction allows a node only pods' status (labels unchanged) and eviction, whatever
+    RBAC grants; and a node identity without a name may write nothing."""
+    api = _client(_kubelet_kubeconfig(kc, "n1"))
+    msg = _forbidden_message(lambda: api.patch_namespaced_pod_status(
+        "p1", "default", {"metadata": {"labels": {"x": "y"}}}))
+    assert msg == 'pods "p1" is forbidden: node "n1" cannot update labels through pod status', msg
+    _grant(kc, "system:node:n3", ["pods/ephemeralcontainers", "pods/status"], ["get", "patch", "update"])
+    n3 = _client(_kubelet_kubeconfig(kc, "n3"))
+    msg = _until_admitted(lambda: n3.patch_namespaced_pod_ephemeralcontainers(
+        "p1", "default", {"spec": {"ephemeralContainers": [{"name": "dbg", "image": "busybox"}]}}))
+    assert msg == ('pods "p1" is forbidden: unexpected pod subresource "ephemeralcontainers", only \'status\' and '
+                   "'eviction' are allowed"), msg
+    _grant(kc, "system:node:", ["pods/status"], ["patch"])
+    nameless = _client(_kubelet_kubeconfig(kc, ""))
+    msg = _until_admitted(lambda: nameless.patch_namespaced_pod_status("p1", "default", {"status": {}}))
+    assert msg == 'pods "p1" is forbidden: could not determine node from user "system:node:"', msg
 
 
 @pytest.mark.parametrize("args, message", [

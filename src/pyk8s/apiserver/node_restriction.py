@@ -3,7 +3,8 @@
 A kubelet may create only mirror pods bound to itself (owned by its own Node as controller,
 referencing no service account, Secret, ConfigMap, claim or ClusterTrustBundle), update the
 status only of pods bound to itself, delete and evict only pods bound to itself, and create
-or modify only its own Node, without touching labels under `node-restriction.kubernetes.io/`.
+or modify only its own Node, without touching labels under `node-restriction.kubernetes.io/`,
+and create only its own node Lease and CSINode.
 Errors are upstream's admission.NewForbidden texts.
 Enabled with `--enable-admission-plugins=NodeRestriction` (upstream's default plugin set
 does not include it either; kubeadm enables it).
@@ -15,7 +16,7 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
-from .node_authorizer import _refs, node_name
+from .node_authorizer import NODE_LEASE_NAMESPACE, _refs, node_name
 
 __all__ = ["admit", "admit_other"]
 
@@ -36,11 +37,20 @@ def _restricted(labels: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def admit(rest: Any, res: Resource, op: str, obj: dict[str, Any], old: dict[str, Any] | None, ctx: Any) -> Any:
+def _node_of(res: Resource, obj: dict[str, Any], ctx: Any) -> str | None:
+    """The node a request comes from; None for anyone else. A node identity without a name may
+    write nothing."""
     user = getattr(ctx, "user", None)
     node = node_name(user) if user is not None else None
+    if node == "":
+        raise _forbidden(res, obj, f'could not determine node from user "{getattr(user, "name", "")}"')
+    return node
+
+
+def admit(rest: Any, res: Resource, op: str, obj: dict[str, Any], old: dict[str, Any] | None, ctx: Any) -> Any:
+    node = _node_of(res, obj, ctx)
     if node is None:
-        return
+        return None
     kind = res.group_kind
     if kind == ("", "Pod"):
         _admit_pod(res, op, obj, old, ctx.subresource, node)
@@ -48,14 +58,29 @@ def admit(rest: Any, res: Resource, op: str, obj: dict[str, Any], old: dict[str,
             return _owner_is_this_node(rest, res, obj, node)
     elif kind == ("", "Node"):
         _admit_node(res, op, obj, old, node)
+    elif kind == ("coordination.k8s.io", "Lease"):
+        _admit_own_name(res, op, obj, node, ctx.subresource)
+    elif kind == ("storage.k8s.io", "CSINode"):
+        _admit_own_name(res, op, obj, node, ctx.subresource)
+    return None
+
+
+def _admit_own_name(res: Resource, op: str, obj: dict[str, Any], node: str, sub: str) -> None:
+    """A node lease (in kube-node-lease) or a CSINode: only the node's own name. The authorizer
+    checks the name of every other verb; a create's name is only in its body."""
+    md = obj.get("metadata") or {}
+    what = "node lease" if res.kind == "Lease" else "CSINode"
+    if res.kind == "Lease" and md.get("namespace") != NODE_LEASE_NAMESPACE:
+        raise _forbidden(res, obj, f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system namespace')
+    if md.get("name") != node:
+        raise _forbidden(res, obj, f"can only access {what} with the same name as the requesting node")
 
 
 async def admit_other(rest: Any, res: Resource, op: str, namespace: str | None, name: str, obj: dict[str, Any],
                       ctx: Any) -> None:
     """A pod's DELETE or eviction (obj: the stored pod), a service account token's CREATE (obj:
     the TokenRequest)."""
-    user = getattr(ctx, "user", None)
-    node = node_name(user) if user is not None else None
+    node = _node_of(res, obj, ctx)
     if node is None:
         return
     if res.group_kind == ("", "ServiceAccount") and ctx.subresource == "token":
@@ -96,12 +121,19 @@ def _admit_pod(res: Resource, op: str, pod: dict[str, Any], old: dict[str, Any] 
         if old is not None and ((old.get("metadata") or {}).get("labels") or {}) != (
                 (pod.get("metadata") or {}).get("labels") or {}):
             raise _forbidden(res, pod, f'node "{node}" cannot update labels through pod status')
+        if old is not None and _claim_statuses(old) != _claim_statuses(pod):
+            raise _forbidden(res, pod, f'node "{node}" cannot update resource claim statues')  # sic, upstream
         return
     if sub:
-        return
+        raise _forbidden(res, pod, f"unexpected pod subresource \"{sub}\", only 'status' and 'eviction' are allowed")
     if op != "CREATE":
         raise _forbidden(res, pod, f'unexpected operation "{op}", node "{node}" can only create and delete mirror pods')
     _admit_mirror_pod(res, pod, node)
+
+
+def _claim_statuses(pod: dict[str, Any]) -> list[tuple[Any, Any]]:
+    return [(c.get("name"), c.get("resourceClaimName"))
+            for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
 
 
 def _admit_mirror_pod(res: Resource, pod: dict[str, Any], node: str) -> None:
