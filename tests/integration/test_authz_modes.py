@@ -295,6 +295,23 @@ def test_node_leases_only_its_own(kc: Cluster) -> None:
         "lease.coordination.k8s.io/n1"
 
 
+def test_node_keeps_its_hands_off_its_taints_and_kubernetes_labels(kc: Cluster) -> None:
+    """On its own Node a kubelet may set kubelet labels (kubernetes.io/os, node.kubernetes.io/*,
+    its own domains), but no other kubernetes.io or k8s.io label, and not its taints."""
+    api = _client(_kubelet_kubeconfig(kc, "n1"))
+    api.patch_node("n1", {"metadata": {"labels": {"node.kubernetes.io/pool": "a", "kubernetes.io/os": "linux",
+                                                  "example.com/team": "x"}}})
+    msg = _forbidden_message(lambda: api.patch_node("n1", {"metadata": {"labels": {
+        "node-role.kubernetes.io/control-plane": "", "x.k8s.io/y": "z", "other.example.com/ok": "1"}}}))
+    assert msg == ('nodes "n1" is forbidden: is not allowed to modify labels: node-role.kubernetes.io/control-plane, '
+                   "x.k8s.io/y"), msg
+    msg = _forbidden_message(lambda: api.patch_node("n1", {"spec": {"taints": [{"key": "mine", "effect": "NoSchedule"}]}}))
+    assert msg == 'nodes "n1" is forbidden: node "n1" is not allowed to modify taints', msg
+    assert kc.kubectl("taint", "node", "n1", "admin=set:NoSchedule").returncode == 0  # the admin may
+    msg = _forbidden_message(lambda: api.patch_node("n1", {"spec": {"taints": []}}))
+    assert msg.endswith("is not allowed to modify taints"), msg
+
+
 def _grant(c: Cluster, user: str, resources: list[str], verbs: list[str]) -> None:
     """RBAC that lets a node identity past authorization, so that NodeRestriction judges it."""
     name = f"test-{user.replace(':', '-')}"

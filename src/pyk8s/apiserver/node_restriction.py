@@ -28,13 +28,32 @@ def _forbidden(res: Resource, obj: dict[str, Any], msg: str) -> E.StatusError:
     return E.new_forbidden(res.resource, (obj.get("metadata") or {}).get("name", ""), msg, res.group)
 
 
-def _restricted(labels: dict[str, Any] | None) -> dict[str, Any]:
-    out = {}
-    for k, v in (labels or {}).items():
-        prefix = k.split("/", 1)[0] if "/" in k else ""
-        if prefix == RESTRICTED_LABEL_DOMAIN or prefix.endswith("." + RESTRICTED_LABEL_DOMAIN):
-            out[k] = v
-    return out
+# labels a kubelet may set on its own Node (k8s.io/kubelet's IsKubeletLabel)
+KUBELET_LABELS = frozenset((
+    "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/arch"))
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def _in(namespace: str, domain: str) -> bool:
+    return namespace == domain or namespace.endswith("." + domain)
+
+
+def _forbidden_labels(new: dict[str, Any] | None, old: dict[str, Any] | None) -> list[str]:
+    """Changed labels a node may not set: node-restriction.kubernetes.io/ ones, and kubernetes.io
+    and k8s.io ones that are not kubelet labels (upstream's getForbiddenLabels)."""
+    new, old = new or {}, old or {}
+    out = []
+    for key in set(new) | set(old):
+        if key in new and key in old and new[key] == old[key]:
+            continue
+        ns = key.split("/", 1)[0] if "/" in key else ""
+        kubelet = key in KUBELET_LABELS or any(_in(ns, d) for d in KUBELET_LABEL_NAMESPACES)
+        if _in(ns, RESTRICTED_LABEL_DOMAIN) or ((_in(ns, "kubernetes.io") or _in(ns, "k8s.io")) and not kubelet):
+            out.append(key)
+    return sorted(out)
 
 
 def _node_of(res: Resource, obj: dict[str, Any], ctx: Any) -> str | None:
@@ -186,12 +205,19 @@ def _admit_node(res: Resource, op: str, obj: dict[str, Any], old: dict[str, Any]
     name = (obj.get("metadata") or {}).get("name", "")
     if name != node:
         raise _forbidden(res, obj, f'node "{node}" is not allowed to modify node "{name}"')
-    new_labels = _restricted((obj.get("metadata") or {}).get("labels"))
+    labels = (obj.get("metadata") or {}).get("labels")
     if op == "CREATE":
-        if new_labels:
-            raise _forbidden(res, obj, "is not allowed to set the following labels: " + ", ".join(sorted(new_labels)))
+        if (obj.get("spec") or {}).get("configSource") is not None:
+            raise _forbidden(res, obj, f'node "{node}" is not allowed to create pods with a non-nil configSource')
+        if bad := _forbidden_labels(labels, None):
+            raise _forbidden(res, obj, f'node "{node}" is not allowed to set the following labels: ' + ", ".join(bad))
         return
-    old_labels = _restricted(((old or {}).get("metadata") or {}).get("labels"))
-    changed = sorted(k for k in set(new_labels) | set(old_labels) if new_labels.get(k) != old_labels.get(k))
-    if changed:
-        raise _forbidden(res, obj, "is not allowed to modify labels: " + ", ".join(changed))
+    spec, old_spec = obj.get("spec") or {}, (old or {}).get("spec") or {}
+    if spec.get("configSource") is not None and spec.get("configSource") != old_spec.get("configSource"):
+        raise _forbidden(res, obj, f'node "{node}" is not allowed to update configSource to a new non-nil '
+                                   "configSource")
+    # its own taints would let it steer workloads to itself, or keep them away
+    if (spec.get("taints") or []) != (old_spec.get("taints") or []):
+        raise _forbidden(res, obj, f'node "{node}" is not allowed to modify taints')
+    if bad := _forbidden_labels(labels, ((old or {}).get("metadata") or {}).get("labels")):
+        raise _forbidden(res, obj, "is not allowed to modify labels: " + ", ".join(bad))
