@@ -4,7 +4,9 @@ The learner's steps, as the seed tells them: a node `node1` that carries the old
 `pyk8s image build busybox` (the README's image: `busybox`, default command `sh`), then
 `kubectl apply -f` of the reference manifests as written. test-ds tolerates the taint and runs
 on node1; node-affinity-pod (required affinity on `metadata.name In [node1]`) waits Pending on
-the untolerated taint, then runs on node1 once the taint is gone; both clean up.
+the untolerated taint, then runs on node1 once the taint is gone; both clean up. The server
+runs with kubeadm's `--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction`,
+so the kubelet's own writes pass NodeRestriction throughout.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ MASTER_TAINT = "node-role.kubernetes.io/master"
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     requirements()
     e = Env(str(tmp_path_factory.mktemp("seed-manifests")), node=NODE)
+    # kubeadm's flags, as a learner's cluster has them: the kubelet must live with NodeRestriction
+    e.cluster.extra_args += ["--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction"]
     try:
         # the README's image, built as the README builds it, into the node's store
         r = subprocess.run([sys.executable, "-m", "pyk8s.cli", "image", "--data-dir", e.data, "build", "busybox"],
@@ -67,3 +71,5 @@ def test_seed_daemonset_and_node_affinity_run_on_their_node(env: Env) -> None:
         env.kubectl("delete", "-f", AFFINITY, "-f", DAEMONSET, "--ignore-not-found", "--wait=false", check=False)
         env.kubectl("taint", "node", NODE, f"{MASTER_TAINT}:NoSchedule-", check=False)
     env.wait(lambda: not env.pods(), 60, "the seed's pods gone")
+    refused = [line for line in env.agent.output if "forbidden" in line.lower()]
+    assert not refused, refused  # NodeRestriction refused none of the kubelet's own writes
