@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.cluster import client_kubeconfig
 from tests.e2e.netns_cluster import NetnsCluster, leftovers
 
 from .netpol_matrix import ALL, NAMESPACES, PODS, Probe, converge, expect
@@ -80,6 +81,13 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grid]:
     nc = NetnsCluster(tmp_path_factory.mktemp("netpol-e2e"), nodes=1)
     tag = nc.tag
     with nc:
+        # the agent enforces as system:pyk8s:network-policy, the identity made for it, through
+        # --network-policy-kubeconfig (restarted to take it: its pods and its table stay meanwhile)
+        conf = client_kubeconfig(nc.cluster, "system:pyk8s:network-policy", [], "netpol")
+        agent = nc.agents[0]
+        agent.stop()
+        agent.extra += ["--network-policy-kubeconfig", conf]
+        agent.start()
         g = Grid(nc)
         g.setup()
         yield g

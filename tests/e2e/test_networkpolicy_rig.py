@@ -1,7 +1,7 @@
 """NetworkPolicy enforcement by `pyk8s netpol` on two nodes of network namespaces (netpol_rig.py).
 
 Real API server, real Pod and NetworkPolicy objects, one controller in each node's namespace
-with that node's own credentials (system:node:<name>) programming real nftables, real TCP/UDP probes between pod namespaces on every ordered pair of
+(as user system:pyk8s:network-policy) programming real nftables, real TCP/UDP probes between pod namespaces on every ordered pair of
 the upstream e2e grid (namespaces x, y, z; pods a, b, c). The cases follow upstream's
 test/e2e/network/netpol/network_policy.go.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import REPO, Cluster, node_kubeconfig
+from tests.cluster import REPO, Cluster, client_kubeconfig
 
 from .netpol_matrix import ALL, NAMESPACES, PODS, converge, expect
 from .netpol_rig import NODES, Rig, pod_manifest, requirements
@@ -52,7 +52,10 @@ def env() -> Iterator[tuple[Rig, Cluster, Any]]:
                 ip = rig.ips[f"{n}/{p}"]
                 core.patch_namespaced_pod_status(p, n, {"status": {"phase": "Running", "podIP": ip,
                                                                    "podIPs": [{"ip": ip}]}})
-        rig.start_controllers([node_kubeconfig(cluster, node) for node in NODES])
+        # each node's controller with the identity the server's own node uses (a node's credentials may
+        # list only its own pods, as v1.33's Node authorizer rules)
+        rig.start_controllers([client_kubeconfig(cluster, "system:pyk8s:network-policy", [], f"netpol-{node}")
+                               for node in NODES])
         rig.wait_controllers()
         yield rig, cluster, api
     finally:
@@ -246,18 +249,20 @@ def test_table_is_changed_incrementally(env: Any) -> None:
 
 
 @pytest.mark.parametrize("user,groups,verb,resource,allowed", [
-    ("system:node:n1", ["system:nodes"], "watch", "networkpolicies.networking.k8s.io", "yes"),
-    ("system:node:n1", ["system:nodes"], "list", "namespaces", "yes"),
-    ("system:node:n1", ["system:nodes"], "create", "networkpolicies.networking.k8s.io", "no"),
+    ("system:node:n1", ["system:nodes"], "watch", "networkpolicies.networking.k8s.io", "no"),
+    ("system:node:n1", ["system:nodes"], "list", "pods", "no"),
     ("system:pyk8s:network-policy", [], "list", "pods", "yes"),
+    ("system:pyk8s:network-policy", [], "watch", "namespaces", "yes"),
+    ("system:pyk8s:network-policy", [], "watch", "networkpolicies.networking.k8s.io", "yes"),
+    ("system:pyk8s:network-policy", [], "create", "networkpolicies.networking.k8s.io", "no"),
     ("system:pyk8s:network-policy", [], "delete", "pods", "no"),
     ("system:pyk8s:network-policy", [], "get", "secrets", "no"),
     ("system:serviceaccount:x:default", ["system:serviceaccounts"], "list", "networkpolicies.networking.k8s.io", "no"),
 ])
 def test_controller_identities_read_only_what_they_need(env: Any, user: str, groups: list[str], verb: str,
                                                         resource: str, allowed: str) -> None:
-    """`pyk8s agent` enforces with the node's credentials, the server's node with its own user: both
-    may read policies, pods and namespaces cluster-wide, and write nothing through that role."""
+    """The controllers' user may read policies, pods and namespaces cluster-wide and write nothing;
+    nodes get nothing more from it (v1.33's Node authorizer lets a kubelet list only its own pods)."""
     rig, cluster, api = env
     args = ["auth", "can-i", verb, resource, "-A", "--as", user, *(f"--as-group={g}" for g in groups)]
     r = cluster.kubectl(*args, check=False)

@@ -992,9 +992,9 @@ def _cluster_role_bindings() -> list[dict[str, Any]]:
         _crb("system:node-proxier", [_subj("User", "system:kube-proxy")]),
         _crb("system:kube-controller-manager", [_subj("User", "system:kube-controller-manager")]),
         _crb("system:kube-dns", [_subj("ServiceAccount", "kube-dns", "kube-system")]),
-        # `pyk8s agent` enforces policies with the node's credentials (as k3s's agent does)
-        _crb("system:pyk8s:network-policy", [_subj("Group", "system:nodes"),
-                                              _subj("User", "system:pyk8s:network-policy")]),
+        # the network policy controllers' identity (cluster.py, `pyk8s agent --network-policy-kubeconfig`);
+        # not the nodes': v1.33's Node authorizer lets a kubelet list only its own pods
+        _crb("system:pyk8s:network-policy", [_subj("User", "system:pyk8s:network-policy")]),
         _crb("system:kube-scheduler", [_subj("User", "system:kube-scheduler")]),
         _crb("system:volume-scheduler", [_subj("User", "system:kube-scheduler")]),
         # kept without subjects since the Node authorizer replaced it (1.7); nodes get their

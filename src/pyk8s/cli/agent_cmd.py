@@ -60,6 +60,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--disable-network-policy", action="store_true",
                    help="do not enforce NetworkPolicies on this node (default: enforce them with nftables, "
                         "docs/networkpolicy.md)")
+    p.add_argument("--network-policy-kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig the network policy controller acts with: it lists every pod, namespace and "
+                        "policy, which a node's own credentials may not (default: the agent's connection)")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
@@ -165,7 +168,15 @@ async def _agent(args: Any) -> int:
     if not args.disable_network_policy:
         from ..netpol.controller import start_for_node
 
-        netpol = await start_for_node(client, cfg.node_name)
+        if args.network_policy_kubeconfig:
+            from ..client import Client
+
+            np_client = Client.from_kubeconfig(args.network_policy_kubeconfig, user_agent="network-policy/pyk8s")
+            netpol = await start_for_node(np_client, cfg.node_name, owns_client=True)
+            if netpol is None:
+                await np_client.close()
+        else:
+            netpol = await start_for_node(client, cfg.node_name)
     from .. import gctune
 
     gctune.freeze()
