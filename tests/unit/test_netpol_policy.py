@@ -135,3 +135,9 @@ def test_hostile_status_and_specs_never_reach_nft_unparsed_nor_widen_access() ->
     assert sets_of(rs, "-peers") == [frozenset({"10.0.0.8"})]
     assert sets_of(rs, "-ports") == [frozenset({"tcp . 80"})]
     assert sets_of(rs, "-named") == []  # "http" named nothing valid: no rule for it
+
+
+def test_a_stored_name_cannot_inject_into_the_rule_comment() -> None:
+    rs = compute_ruleset([policy("x", 'p" accept; flush ruleset; "', ingress=[{}])], PODS, NS, NODE)
+    (rule,) = rs.chains[next(c for c in rs.chains if c.startswith("pol-"))]
+    assert rule == 'accept comment "x/p accept flush ruleset  ingress[0]"'

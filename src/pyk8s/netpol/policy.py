@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import re
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -225,6 +226,7 @@ def _rule(ruleset: Ruleset, base: str, comment: str, rule: Mapping[str, Any], in
           selected: list[PodInfo], index: _Index) -> list[str]:
     """nft rules (accept on match) for one ingress/egress rule; its sets go into ruleset.sets."""
     peer_key, peer_dir, dest_dir = ("from", "saddr", "daddr") if ingress else ("to", "daddr", "daddr")
+    comment = re.sub(r"[^a-z0-9./\[\] -]", "", comment)  # names are DNS labels; nothing else reaches nft
     match_peer = ""
     peers = rule.get(peer_key) or []
     if peers:
