@@ -13,6 +13,19 @@ from .. import KUBERNETES_VERSION, __version__
 from .image import add_image_parser, run_image
 
 
+def _ip_flag(flag: str) -> Any:
+    """An argparse type for an IP address flag, with upstream's parse error."""
+    from ..apiserver.serving_address import parse_ip
+
+    def parse(value: str) -> str:
+        try:
+            return parse_ip(value)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f'invalid argument "{value}" for "{flag}" flag: {e}') from None
+
+    return parse
+
+
 def _server_parser(sub: Any) -> None:
     p = sub.add_parser(
         "server",
@@ -21,9 +34,14 @@ def _server_parser(sub: Any) -> None:
         "On first start it creates a CA, certificates and an admin kubeconfig in the data dir.",
     )
     p.add_argument("--data-dir", default="./data", help="state, certificates and kubeconfig (default ./data)")
-    p.add_argument("--bind-address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--bind-address", default="0.0.0.0", type=_ip_flag("--bind-address"),
+                   help="IP address to listen on (default 0.0.0.0, every IPv4 address, as kube-apiserver: pods "
+                        "reach the server on the node's address; every request is authenticated and authorized)")
     p.add_argument("--port", type=int, default=6443, help="HTTPS port (default 6443; 0 picks a free one)")
-    p.add_argument("--advertise-address", default=None, help="address other components reach the API server on")
+    p.add_argument("--advertise-address", default=None, type=_ip_flag("--advertise-address"),
+                   help="IP address the kubernetes Service's endpoints publish, which pods and other components "
+                        "reach the API server on (default: --bind-address when it names one address, otherwise "
+                        "the address of the interface with the default route); the serving certificate covers it")
     p.add_argument("--tls-san", action="append", default=[], help="extra subject alternative name for the serving cert")
     p.add_argument("--datastore-endpoint", default="",
                    help="sqlite://PATH (default <data-dir>/state.db) or etcd://HOST:PORT[,HOST:PORT...]")

@@ -1,0 +1,40 @@
+"""The advertise address's default, as upstream's DefaultExternalAddress / utilnet.ResolveBindAddress."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from pyk8s.apiserver.serving_address import default_advertise_address, is_specific, parse_ip
+from pyk8s.pki import local_addresses
+
+
+def test_a_specific_bind_address_is_advertised() -> None:
+    assert default_advertise_address("203.0.113.5") == "203.0.113.5"
+    assert default_advertise_address("2001:db8::5") == "2001:db8::5"
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0", "127.0.0.1", "127.0.0.9"])
+def test_unspecified_or_loopback_bind_advertises_the_default_route_address(bind: str) -> None:
+    addr = default_advertise_address(bind)
+    v4 = [a for a in local_addresses() if ":" not in a]
+    if not v4:
+        assert addr == "127.0.0.1"  # no network at all: local clients only
+    else:
+        assert addr in v4 and not ipaddress.ip_address(addr).is_loopback
+
+
+def test_an_explicit_advertise_address_wins_unless_unspecified() -> None:
+    assert default_advertise_address("0.0.0.0", "198.51.100.7") == "198.51.100.7"
+    assert default_advertise_address("203.0.113.5", "0.0.0.0") == "203.0.113.5"
+    assert default_advertise_address("203.0.113.5", "::") == "203.0.113.5"
+
+
+def test_parse_ip_and_is_specific() -> None:
+    assert parse_ip(" 10.0.0.1") == "10.0.0.1" and parse_ip("2001:DB8::1") == "2001:db8::1"
+    for bad in ("localhost", "10.0.0", "", "10.0.0.1/24"):
+        with pytest.raises(ValueError, match="failed to parse IP"):
+            parse_ip(bad)
+    assert is_specific("192.0.2.2") and not is_specific("0.0.0.0") and not is_specific("::")
+    assert not is_specific("127.0.0.1") and not is_specific("::1") and not is_specific("not-an-ip")
