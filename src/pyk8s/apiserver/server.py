@@ -368,12 +368,14 @@ class APIServer:
         return ctx
 
     def sign_token(self, namespace: str, name: str, uid: str, audiences: list[str], expiration: int,
-                   bound_pod: dict[str, Any] | None) -> tuple[str, str]:
+                   binding: Any, warn_after: int | None = None) -> tuple[str, str]:
+        """A service-account JWT bound as token_request.Binding says; (token, expiry as RFC 3339)."""
         from ..api.timefmt import format_time
         from .authn import issue_service_account_token
 
         token, exp = issue_service_account_token(self.pki.sa_private_key, namespace, name, uid, audiences, expiration,
-                                                 bound_pod)
+                                                 binding.pod, bound_secret=binding.secret, bound_node=binding.node,
+                                                 warn_after_seconds=warn_after)
         return token, exp if isinstance(exp, str) else format_time(exp)
 
     def write_admin_kubeconfig(self, path: str) -> None:

@@ -13,6 +13,7 @@ from . import appkeys
 from .negotiation import Output
 from .request import RequestInfo
 from .rest import RequestContext, deep_copy
+from .token_request import lifetime, resolve_binding
 
 # ---- scale ----------------------------------------------------------------------------------
 
@@ -303,18 +304,13 @@ async def request_token(h: Any, request: web.Request, ns: str | None, name: str,
         raise E.new_invalid("TokenRequest", name, [E.FieldError("spec.expirationSeconds", "TooLong", exp,
                                                                "may not specify a duration larger than 2^32 seconds")],
                             "authentication.k8s.io")
-    audiences = spec.get("audiences") or [request.app[appkeys.API_AUDIENCE]]
+    api_audiences = [request.app[appkeys.API_AUDIENCE]]
+    audiences = spec.get("audiences") or api_audiences
     bound = spec.get("boundObjectRef")
-    bound_pod = None
-    if bound:
-        if bound.get("kind") == "Pod":
-            pods = h.registry.get("", "v1", "pods")
-            pod = await h.rest.get(pods, ns, bound.get("name", ""))
-            if bound.get("uid") and bound["uid"] != pod["metadata"]["uid"]:
-                raise E.new_conflict("pods", bound.get("name", ""), "the UID in the bound object reference does not match")
-            bound_pod = {"name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+    binding = await resolve_binding(h.rest, h.registry, ns, name, bound)
+    valid_for, warn_after = lifetime(exp, binding, audiences, api_audiences)  # kube-api-access: a year, warned
     signer = request.app[appkeys.TOKEN_SIGNER]
-    token, expires = signer(ns, name, sa["metadata"]["uid"], audiences, exp, bound_pod)
+    token, expires = signer(ns, name, sa["metadata"]["uid"], audiences, valid_for, binding, warn_after)
     out = deep_copy(tr)
     out.update({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1"})
     out.setdefault("metadata", {}).update({"name": name, "namespace": ns, "creationTimestamp": None})

@@ -1,0 +1,134 @@
+"""TokenRequest (serviceaccounts/token) binding and lifetime, as upstream's TokenREST in v1.33.
+
+The kubelet's kube-api-access token (3607 s, the API's audience, pod-bound) is extended to a year
+with a `warnafter` claim; a pod-bound token names the pod's node; Secret- and Node-bound tokens
+die with their object; what cannot be bound is refused with upstream's messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from tests.cluster import Cluster, raw_request
+
+pytestmark = pytest.mark.xdist_group("token_request")
+
+NS = "default"
+API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
+YEAR = 365 * 24 * 3600
+
+
+def claims(token: str) -> dict[str, Any]:
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def create(c: Cluster, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+    r = raw_request(c, "POST", path, obj)
+    assert r.status == 201, r.body[:500]
+    return r.json()
+
+
+def request_token(c: Cluster, sa: str, ref: dict[str, Any] | None = None, seconds: int = 3607,
+                  audiences: list[str] | None = None) -> tuple[int, dict[str, Any]]:
+    spec: dict[str, Any] = {"expirationSeconds": seconds}
+    if ref is not None:
+        spec["boundObjectRef"] = ref
+    if audiences is not None:
+        spec["audiences"] = audiences
+    r = raw_request(c, "POST", f"/api/v1/namespaces/{NS}/serviceaccounts/{sa}/token",
+                    {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+    return r.status, r.json()
+
+
+def whoami(c: Cluster, token: str) -> tuple[int, dict[str, Any]]:
+    r = raw_request(c, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                    {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                    {"Authorization": f"Bearer {token}"}, auth=False)
+    return r.status, r.json()
+
+
+def pod_ref(p: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]}
+
+
+@pytest.fixture(scope="module")
+def objs(cluster: Cluster) -> dict[str, Any]:
+    for sa in ("robot", "other"):
+        create(cluster, f"/api/v1/namespaces/{NS}/serviceaccounts",
+               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
+    node = create(cluster, "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "tr-node"}})
+
+    def pod(name: str, sa: str, node_name: str) -> dict[str, Any]:
+        return create(cluster, f"/api/v1/namespaces/{NS}/pods",
+                      {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                       "spec": {"serviceAccountName": sa, "nodeName": node_name,
+                                "containers": [{"name": "c", "image": "busybox"}]}})
+
+    return {"node": node, "pod": pod("tr-pod", "robot", "tr-node"), "ghost": pod("tr-ghost", "robot", "no-such-node"),
+            "other": pod("tr-other", "other", "tr-node")}
+
+
+def test_kube_api_access_token_is_extended_with_warnafter_and_names_the_node(cluster: Cluster, objs: Any) -> None:
+    status, tr = request_token(cluster, "robot", pod_ref(objs["pod"]))
+    assert status == 201, tr
+    c = claims(tr["status"]["token"])
+    assert c["exp"] - c["iat"] == YEAR and c["kubernetes.io"]["warnafter"] == c["iat"] + 3607
+    assert tr["spec"]["expirationSeconds"] == 3607  # the request as made; the status has the real expiry
+    node = objs["node"]["metadata"]
+    assert c["kubernetes.io"]["node"] == {"name": "tr-node", "uid": node["uid"]}
+    assert c["kubernetes.io"]["pod"] == {"name": "tr-pod", "uid": objs["pod"]["metadata"]["uid"]}
+    status, review = whoami(cluster, tr["status"]["token"])
+    extra = review["status"]["userInfo"]["extra"]
+    assert status == 201 and extra["authentication.kubernetes.io/node-name"] == ["tr-node"]
+    assert extra["authentication.kubernetes.io/node-uid"] == [node["uid"]]
+    # a node that does not exist (yet) is named without a UID
+    status, tr = request_token(cluster, "robot", pod_ref(objs["ghost"]))
+    assert status == 201 and claims(tr["status"]["token"])["kubernetes.io"]["node"] == {"name": "no-such-node"}
+    # only that shape is extended: another lifetime, another audience, or no pod
+    for seconds, audiences, bound in ((3600, None, True), (3607, ["vault"], True), (3607, None, False)):
+        status, tr = request_token(cluster, "robot", pod_ref(objs["pod"]) if bound else None, seconds, audiences)
+        assert status == 201, tr
+        c = claims(tr["status"]["token"])
+        assert c["exp"] - c["iat"] == seconds and "warnafter" not in c["kubernetes.io"], (seconds, audiences, bound)
+
+
+def test_what_cannot_be_bound_is_refused(cluster: Cluster, objs: Any) -> None:
+    status, st = request_token(cluster, "robot", pod_ref(objs["other"]))
+    assert (status, st["reason"]) == (400, "BadRequest")
+    assert st["message"] == 'cannot bind token for serviceaccount "robot" to pod running with different serviceaccount name.'
+    stale = dict(pod_ref(objs["pod"]), uid="00000000-0000-0000-0000-000000000000")
+    status, st = request_token(cluster, "robot", stale)
+    assert (status, st["reason"]) == (409, "Conflict")
+    assert st["message"] == ('Operation cannot be fulfilled on Pod "tr-pod": the UID in the bound object reference '
+                             "(00000000-0000-0000-0000-000000000000) does not match the UID in record. The object "
+                             "might have been deleted and then recreated")
+    status, st = request_token(cluster, "robot", {"apiVersion": "v1", "kind": "ConfigMap", "name": "kube-root-ca.crt"})
+    assert (status, st["message"]) == (400, "cannot bind token to object of type /v1, Kind=ConfigMap")
+    status, st = request_token(cluster, "robot", {"apiVersion": "v1", "kind": "Pod", "name": "missing"})
+    assert (status, st["reason"], st["message"]) == (404, "NotFound", 'pods "missing" not found')
+
+
+@pytest.mark.parametrize("kind", ["Secret", "Node"])
+def test_secret_and_node_bound_tokens_die_with_their_object(cluster: Cluster, objs: Any, kind: str) -> None:
+    if kind == "Secret":
+        obj = create(cluster, f"/api/v1/namespaces/{NS}/secrets",
+                     {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tr-secret"}})
+        path = f"/api/v1/namespaces/{NS}/secrets/tr-secret"
+    else:
+        obj = create(cluster, "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "tr-gone"}})
+        path = "/api/v1/nodes/tr-gone"
+    md = obj["metadata"]
+    status, tr = request_token(cluster, "robot", {"apiVersion": "v1", "kind": kind, "name": md["name"],
+                                                  "uid": md["uid"]}, 3600)
+    assert status == 201, tr
+    token = tr["status"]["token"]
+    assert claims(token)["kubernetes.io"][kind.lower()] == {"name": md["name"], "uid": md["uid"]}
+    assert whoami(cluster, token)[0] == 201
+    assert raw_request(cluster, "DELETE", path).status == 200
+    status, st = whoami(cluster, token)
+    assert (status, st["reason"]) == (401, "Unauthorized")
