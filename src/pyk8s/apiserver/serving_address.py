@@ -55,7 +55,6 @@ def default_advertise_address(bind_address: str, advertise_address: str | None =
         return advertise_address
     if is_specific(bind_address):
         return bind_address
-    if ":" in bind_address:  # bound to IPv6 (::): prefer an IPv6 address, as upstream picks by family
-        return _default_route_address(socket.AF_INET6, "fd00::1") or _default_route_address(
-            socket.AF_INET, "10.255.255.255") or "::1"
-    return _default_route_address(socket.AF_INET, "10.255.255.255") or "127.0.0.1"
+    # IPv4 first, as upstream's ChooseHostInterface (and the kubernetes Service's family here)
+    return (_default_route_address(socket.AF_INET, "10.255.255.255")
+            or _default_route_address(socket.AF_INET6, "fd00::1") or "127.0.0.1")
