@@ -28,6 +28,7 @@ import pytest
 from tests.cluster import kubectl_binaries, raw_request
 from tests.conftest import require
 from tests.e2e.kubelet_harness import IMAGE, Env, requirements
+from tests.e2e.netns_cluster import NetnsCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(240)]
 
@@ -47,13 +48,18 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Any:
     e = Env(str(tmp_path_factory.mktemp("incluster")))
     try:
         e.start()
-        e.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        e.api("POST", f"/api/v1/namespaces/{NS}/serviceaccounts",
-              {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SA}})
-        e.wait(lambda: e.get(f"/api/v1/namespaces/{NS}/configmaps/kube-root-ca.crt"), 30, "kube-root-ca.crt")
+        prepare(e)
         yield e
     finally:
         e.stop()
+
+
+def prepare(e: Env) -> None:
+    """The test namespace, its ServiceAccount, and the CA ConfigMap the pods' projected volume needs."""
+    e.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    e.api("POST", f"/api/v1/namespaces/{NS}/serviceaccounts",
+          {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SA}})
+    e.wait(lambda: e.get(f"/api/v1/namespaces/{NS}/configmaps/kube-root-ca.crt"), 30, "kube-root-ca.crt")
 
 
 def advertised(env: Env) -> tuple[str, int]:
@@ -320,3 +326,24 @@ echo "after-delete $(cat /tmp/out)"
     assert env.pod("token-holder", NS)["metadata"]["uid"] != first["metadata"]["uid"]
     status, body = _whoami(env, token)
     assert (status, body["reason"]) == (401, "Unauthorized"), body
+
+
+def test_pod_on_another_node_reaches_the_address_the_server_advertises(tmp_path_factory: pytest.TempPathFactory
+                                                                       ) -> None:
+    """The layout of machines on one link: the server on the host bound to its link address, a node in its own
+    network namespace. With no --advertise-address the server advertises its bind address (upstream's
+    ResolveBindAddress), which a pod on that node reaches: in-cluster kubectl there is its ServiceAccount."""
+    require("kubectl (versioned binaries kubectl.1.27 ... kubectl.1.33)", bool(kubectl_binaries()))
+    nc = NetnsCluster(tmp_path_factory.mktemp("incluster-netns"), nodes=1)
+    args = nc.cluster.extra_args
+    del args[args.index("--advertise-address"):args.index("--advertise-address") + 2]  # its default is the point
+    with nc:
+        assert advertised(nc) == (nc.host_ip, nc.cluster.port)
+        prepare(nc)
+        script = """
+echo "whoami $(kubectl auth whoami -o jsonpath='{.status.userInfo.username}' 2>&1)"
+echo "pods $(kubectl get pods 2>&1)"
+"""
+        lines = run_to_end(nc, pod(nc, "remote-kubectl", script))
+        assert value(lines, "whoami") == SA_USER
+        assert value(lines, "pods") == forbidden("list", "pods", NS)
