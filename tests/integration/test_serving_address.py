@@ -60,12 +60,14 @@ def kubernetes_endpoints(c: Cluster) -> tuple[str, int]:
     return ip, port
 
 
-def https_get(c: Cluster, host: str, path: str, server_name: str | None = None) -> tuple[int, bytes]:
+def https_get(c: Cluster, host: str, path: str, server_name: str | None = None,
+              headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     """GET without credentials on `host`, verifying the serving certificate against the cluster CA."""
     ctx = ssl.create_default_context(cafile=os.path.join(c.data_dir, "pki", "ca.crt"))
     with socket.create_connection((host, c.port), 5) as raw, \
             ctx.wrap_socket(raw, server_hostname=server_name or host) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n".encode())
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -88,8 +90,17 @@ def test_default_listens_on_the_node_address_and_advertises_it(started: Any) -> 
     for name in (ip, "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.96.0.1"):
         status, body = https_get(c, ip, "/version", name)
         assert status == 200 and b'"gitVersion"' in body, name
+    # what the network may ask without credentials: health and version only, as upstream's bootstrap RBAC
+    for path in ("/healthz", "/livez", "/readyz"):
+        assert https_get(c, ip, path)[0] == 200, path
     status, body = https_get(c, ip, "/api/v1/namespaces/default/secrets")
     assert status == 403 and b'User \\"system:anonymous\\" cannot list resource \\"secrets\\"' in body
+    for path in ("/api", "/apis", "/openapi/v2", "/openapi/v3", "/metrics", "/logs/", "/openid/v1/jwks",
+                 "/.well-known/openid-configuration", "/api/v1/nodes/x/proxy/", "/debug/pprof/"):
+        status, body = https_get(c, ip, path)
+        assert status == 403 and b'User \\"system:anonymous\\" cannot get ' in body, (path, body[:200])
+    status, body = https_get(c, ip, "/api", headers={"Authorization": "Bearer not-a-token"})
+    assert status == 401 and b'"reason":"Unauthorized"' in body
     # the admin kubeconfig still works
     assert c.kubectl("get", "--raw", "/api/v1/namespaces/default/services/kubernetes").returncode == 0
 
