@@ -111,6 +111,10 @@ def test_what_cannot_be_bound_is_refused(cluster: Cluster, objs: Any) -> None:
     assert (status, st["message"]) == (400, "cannot bind token to object of type /v1, Kind=ConfigMap")
     status, st = request_token(cluster, "robot", {"apiVersion": "v1", "kind": "Pod", "name": "missing"})
     assert (status, st["reason"], st["message"]) == (404, "NotFound", 'pods "missing" not found')
+    status, st = request_token(cluster, "robot", {"kind": "Pod"})
+    assert (status, st["reason"], st["message"]) == (400, "BadRequest", "Name parameter required.")
+    status, st = request_token(cluster, "robot", {"apiVersion": "v1", "kind": "Secret", "name": "../x"})
+    assert (status, st["message"]) == (400, """Name parameter invalid: "../x": may not contain '/'""")
 
 
 @pytest.mark.parametrize("kind", ["Secret", "Node"])

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import errors as E
+from ..api.validation.names import validate_path_segment_name
 
 __all__ = ["Binding", "resolve_binding", "lifetime", "WARN_ONLY_BOUND_TOKEN_EXPIRATION", "EXPIRATION_EXTENSION"]
 
@@ -56,6 +57,11 @@ async def resolve_binding(rest: Any, registry: Any, ns: str | None, sa_name: str
     if plural is None:
         raise E.new_bad_request(f"cannot bind token to object of type {group}/{version}, Kind={kind}")
     name = str(ref.get("name") or "")
+    # the store's key function, as upstream's NamespaceKeyFunc / NoNamespaceKeyFunc answer
+    if not name:
+        raise E.new_bad_request("Name parameter required.")
+    if msgs := validate_path_segment_name(name):
+        raise E.new_bad_request(f'Name parameter invalid: "{name}": {";".join(msgs)}')
     res = registry.get("", "v1", plural)
     obj = await rest.get(res, None if kind == "Node" else ns, name)  # NotFound as a GET of it would answer
     if kind == "Pod" and sa_name != ((obj.get("spec") or {}).get("serviceAccountName") or "default"):
