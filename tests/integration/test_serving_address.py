@@ -120,3 +120,11 @@ def test_address_flags_take_ip_addresses_only(flag: str, tmp_path: Any) -> None:
     assert r.returncode == 2
     assert f'invalid argument "localhost" for "{flag}" flag: failed to parse IP: "localhost"' in r.stderr
     assert not os.path.exists(os.path.join(tmp_path, "pki"))
+
+
+def test_advertise_address_family_must_match_the_service_range(tmp_path: Any) -> None:
+    """The single-stack kubernetes Service cannot list an address of the other family (upstream's check)."""
+    r = subprocess.run([sys.executable, "-m", "pyk8s.cli", "server", "--data-dir", str(tmp_path), "--port", "0",
+                        "--advertise-address", "2001:db8::1"], capture_output=True, text=True, cwd=str(REPO), timeout=30)
+    assert r.returncode == 1
+    assert 'pyk8s: service IP family "10.96.0.0/12" must match public address family "2001:db8::1"' in r.stderr

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from pyk8s.apiserver.serving_address import default_advertise_address, is_specific, parse_ip
+from pyk8s.apiserver.serving_address import check_family, default_advertise_address, is_specific, parse_ip
 from pyk8s.pki import local_addresses
 
 
@@ -38,3 +38,11 @@ def test_parse_ip_and_is_specific() -> None:
             parse_ip(bad)
     assert is_specific("192.0.2.2") and not is_specific("0.0.0.0") and not is_specific("::")
     assert not is_specific("127.0.0.1") and not is_specific("::1") and not is_specific("not-an-ip")
+
+
+def test_check_family() -> None:
+    check_family("192.0.2.2", "10.96.0.0/12", "lease")
+    check_family("2001:db8::1", "fd00:10:96::/112,10.96.0.0/12", "lease")  # the primary range decides
+    check_family("2001:db8::1", "10.96.0.0/12", "none")  # no endpoints written: nothing to agree with
+    with pytest.raises(ValueError, match='service IP family "10.96.0.0/12" must match public address family "2001:db8::1"'):
+        check_family("2001:db8::1", "10.96.0.0/12", "lease")

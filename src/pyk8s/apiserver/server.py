@@ -37,7 +37,7 @@ from .pretty import pretty_printing
 from .query_params import parse_bool, validate_field_manager
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
-from .serving_address import DEFAULT_BIND_ADDRESS, default_advertise_address, is_specific
+from .serving_address import DEFAULT_BIND_ADDRESS, check_family, default_advertise_address, is_specific
 from .warning_headers import add_warnings, warning_value
 from .watchcache import CacheSet
 
@@ -146,6 +146,7 @@ class APIServer:
         self.authorizer: Any = None
         self.port = config.port
         self.advertise_address = default_advertise_address(config.bind_address, config.advertise_address)
+        check_family(self.advertise_address, config.service_cidr, config.endpoint_reconciler_type)
         self.started_at = 0.0
         self.crds: Any = None
         self._cert_users: dict[bytes, tuple[Any, float]] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-__all__ = ["DEFAULT_BIND_ADDRESS", "parse_ip", "is_specific", "default_advertise_address"]
+__all__ = ["DEFAULT_BIND_ADDRESS", "parse_ip", "is_specific", "default_advertise_address", "check_family"]
 
 DEFAULT_BIND_ADDRESS = "0.0.0.0"  # upstream's default: every IPv4 address of the host
 
@@ -58,3 +58,17 @@ def default_advertise_address(bind_address: str, advertise_address: str | None =
     # IPv4 first, as upstream's ChooseHostInterface (and the kubernetes Service's family here)
     return (_default_route_address(socket.AF_INET, "10.255.255.255")
             or _default_route_address(socket.AF_INET6, "fd00::1") or "127.0.0.1")
+
+
+def check_family(advertise_address: str, service_cidr: str, endpoint_reconciler_type: str) -> None:
+    """ValueError unless the advertised address has the family of the primary service range, as upstream:
+    the single-stack `kubernetes` Service and the endpoints the reconciler writes must agree."""
+    if endpoint_reconciler_type == "none":
+        return
+    primary = service_cidr.split(",")[0].strip()
+    try:
+        same = ipaddress.ip_network(primary, strict=False).version == ipaddress.ip_address(advertise_address).version
+    except ValueError:
+        return  # not addresses: reported where they are parsed
+    if not same:
+        raise ValueError(f'service IP family "{primary}" must match public address family "{advertise_address}"')

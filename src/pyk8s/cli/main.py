@@ -259,7 +259,7 @@ async def _server(args: Any) -> int:
 
     try:
         server = APIServer(cfg)
-    except ValueError as e:  # an audit policy or --audit-log-* value that cannot be used
+    except ValueError as e:  # an unusable audit policy or --audit-log-* value; an advertise address of the wrong family
         print(f"pyk8s: {e}", file=sys.stderr)
         return 1
     try:
