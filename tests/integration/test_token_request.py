@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,15 +48,41 @@ def request_token(c: Cluster, sa: str, ref: dict[str, Any] | None = None, second
     return r.status, r.json()
 
 
-def whoami(c: Cluster, token: str) -> tuple[int, dict[str, Any]]:
+def whoami(c: Cluster, token: str, audit_id: str = "") -> tuple[int, dict[str, Any]]:
+    headers = {"Authorization": f"Bearer {token}", **({"Audit-ID": audit_id} if audit_id else {})}
     r = raw_request(c, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                    {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-                    {"Authorization": f"Bearer {token}"}, auth=False)
+                    {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, headers, auth=False)
     return r.status, r.json()
 
 
 def pod_ref(p: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One server for the module, with every request in its audit log (Metadata level)."""
+    tmp = tmp_path_factory.mktemp("token-request")
+    (tmp / "policy.yaml").write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+    c = Cluster(str(tmp / "data"), ["--audit-policy-file", str(tmp / "policy.yaml"),
+                                    "--audit-log-path", str(tmp / "audit.log")])
+    c.audit_log = tmp / "audit.log"  # type: ignore[attr-defined]
+    c.start()
+    yield c
+    c.stop()
+
+
+def audit_annotations(c: Cluster, audit_id: str) -> dict[str, str]:
+    """The annotations of the request's ResponseComplete event, once the log has it."""
+    log: Path = c.audit_log  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in log.read_text().splitlines() if log.exists() else []:
+            ev = json.loads(line)
+            if ev["auditID"] == audit_id and ev["stage"] == "ResponseComplete":
+                return ev.get("annotations") or {}
+        time.sleep(0.05)
+    raise AssertionError(f"no audit event {audit_id}")
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +165,29 @@ def test_secret_and_node_bound_tokens_die_with_their_object(cluster: Cluster, ob
     assert raw_request(cluster, "DELETE", path).status == 200
     status, st = whoami(cluster, token)
     assert (status, st["reason"]) == (401, "Unauthorized")
+
+
+def test_an_extended_token_used_past_warnafter_is_flagged_in_the_audit_log(cluster: Cluster, objs: Any) -> None:
+    """As upstream: a client still using a kube-api-access token after its requested 3607 s is let in, and its
+    request's audit event carries authentication.k8s.io/stale-token."""
+    from cryptography.hazmat.primitives import serialization
+
+    from pyk8s.apiserver.authn import issue_service_account_token
+
+    status, fresh = request_token(cluster, "robot", pod_ref(objs["pod"]))
+    assert status == 201
+    assert whoami(cluster, fresh["status"]["token"], "fresh-token")[0] == 201
+    assert "authentication.k8s.io/stale-token" not in audit_annotations(cluster, "fresh-token")
+
+    # the same token as the server issued it 4000 s ago (signed with its key: the clock cannot be turned back)
+    key = serialization.load_pem_private_key(Path(cluster.data_dir, "pki", "sa.key").read_bytes(), None)
+    c = claims(fresh["status"]["token"])
+    old, _ = issue_service_account_token(key, NS, "robot", c["kubernetes.io"]["serviceaccount"]["uid"],  # type: ignore[arg-type]
+                                         c["aud"], YEAR, c["kubernetes.io"]["pod"],
+                                         bound_node=c["kubernetes.io"]["node"], warn_after_seconds=3607,
+                                         now=time.time() - 4000)
+    status, review = whoami(cluster, old, "stale-token")
+    assert status == 201 and review["status"]["userInfo"]["username"] == "system:serviceaccount:default:robot"
+    note = audit_annotations(cluster, "stale-token")["authentication.k8s.io/stale-token"]
+    prefix = "subject: system:serviceaccount:default:robot, seconds after warning threshold: "
+    assert note.startswith(prefix) and 393 <= int(note[len(prefix):]) <= 460, note
