@@ -11,6 +11,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +38,15 @@ def create(c: Cluster, path: str, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def request_token(c: Cluster, sa: str, ref: dict[str, Any] | None = None, seconds: int = 3607,
-                  audiences: list[str] | None = None) -> tuple[int, dict[str, Any]]:
+                  audiences: list[str] | None = None, audit_id: str = "") -> tuple[int, dict[str, Any]]:
     spec: dict[str, Any] = {"expirationSeconds": seconds}
     if ref is not None:
         spec["boundObjectRef"] = ref
     if audiences is not None:
         spec["audiences"] = audiences
     r = raw_request(c, "POST", f"/api/v1/namespaces/{NS}/serviceaccounts/{sa}/token",
-                    {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+                    {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
+                    {"Audit-ID": audit_id} if audit_id else None)
     return r.status, r.json()
 
 
@@ -103,11 +105,20 @@ def objs(cluster: Cluster) -> dict[str, Any]:
 
 
 def test_kube_api_access_token_is_extended_with_warnafter_and_names_the_node(cluster: Cluster, objs: Any) -> None:
-    status, tr = request_token(cluster, "robot", pod_ref(objs["pod"]))
+    status, tr = request_token(cluster, "robot", pod_ref(objs["pod"]), audit_id="kube-api-access")
     assert status == 201, tr
     c = claims(tr["status"]["token"])
     assert c["exp"] - c["iat"] == YEAR and c["kubernetes.io"]["warnafter"] == c["iat"] + 3607
-    assert tr["spec"]["expirationSeconds"] == 3607  # the request as made; the status has the real expiry
+    # the answer shows the lifetime asked for, by which the kubelet refreshes the token, as upstream
+    assert tr["spec"]["expirationSeconds"] == 3607
+    created = datetime.fromisoformat(tr["metadata"]["creationTimestamp"].replace("Z", "+00:00")).timestamp()
+    expires = datetime.fromisoformat(tr["status"]["expirationTimestamp"].replace("Z", "+00:00")).timestamp()
+    assert expires - created == 3607 and abs(created - c["iat"]) <= 1
+    assert audit_annotations(cluster, "kube-api-access")["authentication.kubernetes.io/issued-credential-id"] == \
+        f"JTI={c['jti']}"
+    # the API server's audience named explicitly is its own too
+    status, tr = request_token(cluster, "robot", pod_ref(objs["pod"]), audiences=[API_AUDIENCE])
+    assert claims(tr["status"]["token"])["exp"] - claims(tr["status"]["token"])["iat"] == YEAR
     node = objs["node"]["metadata"]
     assert c["kubernetes.io"]["node"] == {"name": "tr-node", "uid": node["uid"]}
     assert c["kubernetes.io"]["pod"] == {"name": "tr-pod", "uid": objs["pod"]["metadata"]["uid"]}

@@ -14,16 +14,22 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from ..api import errors as E
 from ..api.validation.names import validate_path_segment_name
 
-__all__ = ["Binding", "resolve_binding", "lifetime", "WARN_ONLY_BOUND_TOKEN_EXPIRATION", "EXPIRATION_EXTENSION"]
+__all__ = ["Binding", "resolve_binding", "lifetime", "credential_id", "WARN_ONLY_BOUND_TOKEN_EXPIRATION",
+           "EXPIRATION_EXTENSION", "ISSUED_CREDENTIAL_ID_ANNOTATION"]
 
 WARN_ONLY_BOUND_TOKEN_EXPIRATION = 3607  # upstream's serviceaccount.WarnOnlyBoundTokenExpirationSeconds
 EXPIRATION_EXTENSION = 365 * 24 * 3600  # upstream's serviceaccount.ExpirationExtensionSeconds
+
+# the TokenRequest's audit event names the token it issued (ServiceAccountTokenJTI)
+ISSUED_CREDENTIAL_ID_ANNOTATION = "authentication.kubernetes.io/issued-credential-id"
 
 _BINDABLE = {"Pod": "pods", "Secret": "secrets", "Node": "nodes"}
 
@@ -85,6 +91,13 @@ async def resolve_binding(rest: Any, registry: Any, ns: str | None, sa_name: str
 def lifetime(requested: int, binding: Binding, audiences: list[str], api_audiences: list[str]) -> tuple[int, int | None]:
     """(seconds the token is valid, seconds after which its use is flagged as stale or None)."""
     if (binding.pod is not None and requested == WARN_ONLY_BOUND_TOKEN_EXPIRATION
-            and set(audiences) == set(api_audiences)):
+            and set(audiences) <= set(api_audiences)):  # upstream's isKubeAudiences: only the API server's own
         return EXPIRATION_EXTENSION, requested
     return requested, None
+
+
+def credential_id(token: str) -> str:
+    """`JTI=<jti>` of a JWT this server signed, as upstream's CredentialIDForJTI (empty without a jti)."""
+    payload = token.split(".")[1]
+    jti = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))).get("jti")
+    return f"JTI={jti}" if jti else ""
