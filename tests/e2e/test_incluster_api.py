@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import kubectl_binaries, raw_request
-from tests.conftest import require
+from tests.conftest import require, require_binary
 from tests.e2e.kubelet_harness import IMAGE, Env, requirements
 from tests.e2e.netns_cluster import NetnsCluster
 
@@ -83,6 +83,7 @@ def service_env(env: Env) -> list[dict[str, str]]:
 def host_python() -> tuple[str, str, list[dict[str, Any]], list[dict[str, Any]]]:
     """This test's interpreter for a busybox pod: (python, PYTHONPATH, volumes, mounts), all read-only hostPaths
     at their host paths: the installation, the venv's site-packages and the shared libraries they load."""
+    require_binary("ldd")
     exe = os.path.realpath(sys.executable)
     site = sysconfig.get_paths()["purelib"]
     dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(site)}
