@@ -67,7 +67,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("token-request")
     (tmp / "policy.yaml").write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
     c = Cluster(str(tmp / "data"), ["--audit-policy-file", str(tmp / "policy.yaml"),
-                                    "--audit-log-path", str(tmp / "audit.log")])
+                                    "--audit-log-path", str(tmp / "audit.log"),
+                                    "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction"])
     c.audit_log = tmp / "audit.log"  # type: ignore[attr-defined]
     c.start()
     yield c
@@ -202,3 +203,55 @@ def test_an_extended_token_used_past_warnafter_is_flagged_in_the_audit_log(clust
     note = audit_annotations(cluster, "stale-token")["authentication.k8s.io/stale-token"]
     prefix = "subject: system:serviceaccount:default:robot, seconds after warning threshold: "
     assert note.startswith(prefix) and 393 <= int(note[len(prefix):]) <= 460, note
+
+
+def node_token_request(c: Cluster, node: str, ns: str, sa: str, ref: dict[str, Any] | None) -> tuple[int, dict[str, Any]]:
+    """A TokenRequest made with a kubelet's client certificate (system:node:<node>, group system:nodes)."""
+    import http.client
+    import ssl
+    import types
+    from urllib.parse import urlparse
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    from pyk8s.pki import issue_client_cert
+
+    pki = Path(c.data_dir, "pki")
+    ca = types.SimpleNamespace(ca_cert=x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes()),
+                               ca_key=serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None))
+    cert, key = issue_client_cert(ca, f"system:node:{node}", ["system:nodes"])  # type: ignore[arg-type]
+    (pki.parent / "node.crt").write_bytes(cert)
+    (pki.parent / "node.key").write_bytes(key)
+    ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    ctx.load_cert_chain(str(pki.parent / "node.crt"), str(pki.parent / "node.key"))
+    u = urlparse(c.url)
+    conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=30)
+    spec: dict[str, Any] = {"expirationSeconds": 3607, **({"boundObjectRef": ref} if ref else {})}
+    conn.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token",
+                 json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}),
+                 {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    out = r.status, json.loads(r.read())
+    conn.close()
+    return out
+
+
+def test_a_kubelet_gets_tokens_only_for_its_own_pods(cluster: Cluster, objs: Any) -> None:
+    """Node authorizer and NodeRestriction, as upstream: a node mints a token only for a ServiceAccount one of
+    its pods runs as, bound to such a pod by UID; never another namespace's or node's, never unbound."""
+    status, tr = node_token_request(cluster, "tr-node", NS, "robot", pod_ref(objs["pod"]))
+    assert status == 201 and claims(tr["status"]["token"])["kubernetes.io"]["pod"]["name"] == "tr-pod", tr
+    status, st = node_token_request(cluster, "tr-node", "kube-system", "default", None)
+    assert status == 403 and st["message"] == (
+        'serviceaccounts "default" is forbidden: User "system:node:tr-node" cannot create resource '
+        '"serviceaccounts/token" in API group "" in the namespace "kube-system": '
+        "no relationship found between node 'tr-node' and this object"), st
+    refused = [(None, "node requested token not bound to a pod"),
+               (dict(pod_ref(objs["pod"]), uid=""), "node requested token with a pod binding without a uid"),
+               (pod_ref(objs["ghost"]), "node requested token bound to a pod scheduled on a different node"),
+               ({"apiVersion": "v1", "kind": "Secret", "name": "x", "uid": "u"},
+                "node requested token not bound to a pod")]
+    for ref, why in refused:
+        status, st = node_token_request(cluster, "tr-node", NS, "robot", ref)
+        assert (status, st["message"]) == (403, f'serviceaccounts "robot" is forbidden: {why}'), ref

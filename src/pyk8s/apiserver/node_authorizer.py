@@ -2,8 +2,9 @@
 
 A request from `system:node:<name>` in group `system:nodes` may read a Secret, ConfigMap or
 PersistentVolumeClaim only when a pod bound to that node references it (volumes, env,
-envFrom, imagePullSecrets, projected sources), and a PersistentVolume only through such a
-claim; anything else is judged by the static node rules (upstream's NodeRules, our bootstrap
+envFrom, imagePullSecrets, projected sources), a PersistentVolume only through such a
+claim, and request tokens only for the ServiceAccounts its pods run as (NodeRestriction then
+holds it to tokens bound to those pods); anything else is judged by the static node rules (upstream's NodeRules, our bootstrap
 `system:node` ClusterRole). Where it does not allow, it has no opinion and the next mode
 (RBAC) decides, as in upstream's union of authorizers; its reason joins the 403's message.
 
@@ -103,6 +104,8 @@ class NodeAuthorizer:
                 if not attrs.namespace:
                     return False, "can only read namespaced object of this type"
                 return self._related(node, res, attrs)
+            if res == "serviceaccounts":  # tokens only for the ServiceAccounts of its own pods
+                return self._create_token(node, attrs)
             if res in ("persistentvolumeclaims", "persistentvolumes") and attrs.subresource != "status":
                 if attrs.verb != "get":
                     return False, "can only get individual resources of this type"
@@ -112,6 +115,17 @@ class NodeAuthorizer:
         if any(rule_allows(attrs, r) for r in self.node_rules):
             return True, ""
         return False, ""
+
+    def _create_token(self, node: str, attrs: RequestAttributes) -> tuple[bool, str]:
+        """As upstream's authorizeCreateToken: a TokenRequest for a ServiceAccount a pod on the node runs as."""
+        if attrs.verb != "create" or not attrs.name:
+            return False, "can only create tokens for individual service accounts"
+        if attrs.subresource != "token":
+            return False, "can only create token subresource of serviceaccount"
+        if any(((p.get("spec") or {}).get("serviceAccountName") or "default") == attrs.name
+               for p in self._bound_pods(node, attrs.namespace)):
+            return True, ""
+        return False, f"no relationship found between node '{node}' and this object"
 
     def _bound_pods(self, node: str, namespace: str | None) -> Iterator[dict[str, Any]]:
         return (p for p in self.pods_in(namespace) if (p.get("spec") or {}).get("nodeName") == node)

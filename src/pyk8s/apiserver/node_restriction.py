@@ -15,7 +15,7 @@ from ..api import errors as E
 from ..api.resources import Resource
 from .node_authorizer import node_name
 
-__all__ = ["admit"]
+__all__ = ["admit", "enabled", "admit_token_request"]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 RESTRICTED_LABEL_DOMAIN = "node-restriction.kubernetes.io"
@@ -76,3 +76,35 @@ def _admit_node(res: Resource, op: str, obj: dict[str, Any], old: dict[str, Any]
     changed = sorted(k for k in set(new_labels) | set(old_labels) if new_labels.get(k) != old_labels.get(k))
     if changed:
         raise _forbidden(res, obj, "is not allowed to modify labels: " + ", ".join(changed))
+
+
+def enabled(rest: Any) -> bool:
+    """Whether the plugin is in the server's admission chain (--enable-admission-plugins=NodeRestriction)."""
+    return admit in rest.mutating
+
+
+def admit_token_request(user: Any, ns: str | None, sa_name: str, tr: dict[str, Any],
+                        pod: dict[str, Any] | None) -> None:
+    """Upstream's admitServiceAccount: a kubelet's TokenRequest is bound to a pod (by UID) scheduled on it.
+
+    `pod` is the live pod the request's boundObjectRef names (None when it names none or none exists).
+    """
+    node = node_name(user) if user is not None else None
+    if node is None:
+        return
+    ref = (tr.get("spec") or {}).get("boundObjectRef") or {}
+
+    def forbidden(msg: str) -> E.StatusError:
+        return E.new_forbidden("serviceaccounts", sa_name, msg)
+
+    if ref.get("apiVersion") != "v1" or ref.get("kind") != "Pod" or not ref.get("name"):
+        raise forbidden("node requested token not bound to a pod")
+    if not ref.get("uid"):
+        raise forbidden("node requested token with a pod binding without a uid")
+    if pod is None:
+        raise E.new_not_found("pods", str(ref["name"]))
+    if ref["uid"] != pod["metadata"].get("uid"):
+        raise forbidden(f"the UID in the bound object reference ({ref['uid']}) does not match the UID in record. "
+                        "The object might have been deleted and then recreated")
+    if (pod.get("spec") or {}).get("nodeName") != node:
+        raise forbidden("node requested token bound to a pod scheduled on a different node")

@@ -10,7 +10,7 @@ from aiohttp import web
 from ..api import errors as E
 from ..api.resources import Resource
 from ..api.timefmt import format_time, now_rfc3339
-from . import appkeys
+from . import appkeys, node_restriction
 from .audit.filter import add_annotation
 from .negotiation import Output
 from .request import RequestInfo
@@ -309,6 +309,11 @@ async def request_token(h: Any, request: web.Request, ns: str | None, name: str,
     api_audiences = [request.app[appkeys.API_AUDIENCE]]
     audiences = spec.get("audiences") or api_audiences
     bound = spec.get("boundObjectRef")
+    if node_restriction.enabled(h.rest):
+        pod = None
+        if bound and bound.get("kind") == "Pod" and bound.get("name"):
+            pod = await h.rest.get_current(h.registry.get("", "v1", "pods"), ns, str(bound["name"]))
+        node_restriction.admit_token_request(ctx.user, ns, name, tr, pod)
     binding = await resolve_binding(h.rest, h.registry, ns, name, bound)
     valid_for, warn_after = lifetime(exp, binding, audiences, api_audiences)  # kube-api-access: a year, warned
     signer = request.app[appkeys.TOKEN_SIGNER]
