@@ -104,7 +104,7 @@ def host_python() -> tuple[str, str, list[dict[str, Any]], list[dict[str, Any]]]
 
 
 def kubectl_volume() -> tuple[dict[str, Any], dict[str, Any]]:
-    binary = kubectl_binaries()["1.33"]
+    binary = list(kubectl_binaries().values())[-1]  # the newest: the server's minor where installed
     return ({"name": "kubectl", "hostPath": {"path": binary, "type": "File"}},
             {"name": "kubectl", "mountPath": "/opt/bin/kubectl", "readOnly": True})
 
