@@ -255,3 +255,23 @@ def test_a_kubelet_gets_tokens_only_for_its_own_pods(cluster: Cluster, objs: Any
     for ref, why in refused:
         status, st = node_token_request(cluster, "tr-node", NS, "robot", ref)
         assert (status, st["message"]) == (403, f'serviceaccounts "robot" is forbidden: {why}'), ref
+
+
+def test_without_extension_the_kube_api_access_token_lasts_what_was_asked(tmp_path: Path) -> None:
+    """--service-account-extend-token-expiration=false: 3607 s and no warnafter (API workers answer it too)."""
+    c = Cluster(str(tmp_path / "data"), ["--service-account-extend-token-expiration=false"],
+                datastore="sqlite-workers")
+    c.start()
+    try:
+        create(c, f"/api/v1/namespaces/{NS}/serviceaccounts",
+               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}})
+        pod = create(c, f"/api/v1/namespaces/{NS}/pods",
+                     {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                      "spec": {"serviceAccountName": "robot", "containers": [{"name": "c", "image": "busybox"}]}})
+        for _ in range(4):  # more than once: each worker answers some
+            status, tr = request_token(c, "robot", pod_ref(pod))
+            assert status == 201, tr
+            cl = claims(tr["status"]["token"])
+            assert cl["exp"] - cl["iat"] == 3607 and "warnafter" not in cl["kubernetes.io"]
+    finally:
+        c.stop()

@@ -97,6 +97,8 @@ class ServerConfig:
     enable_priority_and_fairness: bool = True
     max_requests_inflight: int = 400  # upstream's defaults; APF shares their sum among priority levels
     max_mutating_requests_inflight: int = 200
+    # --service-account-extend-token-expiration: kube-api-access tokens valid a year, flagged after 3607 s
+    extend_token_expiration: bool = True
 
 
 def _version_info() -> dict[str, str]:

@@ -315,7 +315,9 @@ async def request_token(h: Any, request: web.Request, ns: str | None, name: str,
             pod = await h.rest.get_current(h.registry.get("", "v1", "pods"), ns, str(bound["name"]))
         node_restriction.admit_token_request(ctx.user, ns, name, tr, pod)
     binding = await resolve_binding(h.rest, h.registry, ns, name, bound)
-    valid_for, warn_after = lifetime(exp, binding, audiences, api_audiences)  # kube-api-access: a year, warned
+    valid_for, warn_after = exp, None
+    if request.app[appkeys.SERVER].config.extend_token_expiration:  # kube-api-access: a year, warned
+        valid_for, warn_after = lifetime(exp, binding, audiences, api_audiences)
     signer = request.app[appkeys.TOKEN_SIGNER]
     issued = time.time()  # before signing: the status's expiry is never after the token's
     token, _ = signer(ns, name, sa["metadata"]["uid"], audiences, valid_for, binding, warn_after)

@@ -79,6 +79,11 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--copy-pki-from", default=None, metavar="DIR",
                    help="another API server's data dir (or pki/ folder): reuse its CA and service-account keys, "
                         "so that several servers on one etcd accept the same certificates and tokens")
+    p.add_argument("--service-account-extend-token-expiration", action=argparse_bool(), nargs="?", const=True,
+                   default=True, metavar="BOOL",
+                   help="issue the kubelet's 3607 s pod-bound tokens for the API server valid for a year, with a "
+                        "warnafter claim whose passing the audit log flags (authentication.k8s.io/stale-token), "
+                        "as kube-apiserver does by default (default true)")
     p.add_argument("--endpoint-reconciler-type", choices=["lease", "none"], default="lease",
                    help="how the kubernetes Service's endpoints list API servers (default lease: every live one)")
     p.add_argument("--master-lease-ttl", type=float, default=15.0,
@@ -227,6 +232,7 @@ async def _server(args: Any) -> int:
         enable_priority_and_fairness=args.enable_priority_and_fairness,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+        extend_token_expiration=args.service_account_extend_token_expiration,
     )
     if args.max_requests_inflight < 0 or args.max_mutating_requests_inflight < 0:
         print("pyk8s: --max-requests-inflight and --max-mutating-requests-inflight cannot be negative", file=sys.stderr)
