@@ -152,4 +152,26 @@ async def start_components(server: Any, args: Any) -> list[Any]:
             start_local_agent = None  # type: ignore[assignment]
         if start_local_agent is not None:
             started.append(await start_local_agent(server, args, component_client))
+        if "ingress" not in disabled:
+            started.append(await start_ingress(server, args))
     return started
+
+
+async def start_ingress(server: Any, args: Any) -> Any:
+    """The local node's Ingress controller (docs/ingress.md), as its own least-privilege user on
+    the server's loop; a port it cannot take is a warning, not a failed server."""
+    from .cli.ingress_cmd import config_from_args
+    from .ingress.controller import IngressController
+    from .ingress.policy import USER
+    from .kubelet.node import default_node_ip
+
+    client = component_client(server, USER, [], "pyk8s-ingress")
+    ctrl = IngressController(client, config_from_args(args, [default_node_ip()]))  # the local Node's InternalIP
+    ctrl.owns_client = True
+    try:
+        await ctrl.start()
+    except OSError as e:
+        log.warning("pyk8s: the Ingress controller cannot listen: %s", e)
+        print(f"pyk8s: WARNING: Ingress controller not started: {e}", flush=True)
+        await ctrl.stop()
+    return ctrl
