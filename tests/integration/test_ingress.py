@@ -16,7 +16,6 @@ import ssl
 import subprocess
 import sys
 import time
-import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -88,24 +87,10 @@ def backends() -> Iterator[subprocess.Popen[str]]:
 
 
 # ---- the API server and the controller ----------------------------------------------------
-def _ca(c: Cluster) -> Any:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-
-    pki = os.path.join(c.data_dir, "pki")
-    ca_pem = Path(pki, "ca.crt").read_bytes()
-    key = serialization.load_pem_private_key(Path(pki, "ca.key").read_bytes(), None)
-    return types.SimpleNamespace(ca_cert=x509.load_pem_x509_certificate(ca_pem), ca_key=key, pem=ca_pem)
-
-
 def _ingress_kubeconfig(c: Cluster) -> str:
-    from pyk8s.client.kubeconfig import write_kubeconfig
-    from pyk8s.pki import issue_client_cert
-
-    ca = _ca(c)
-    cert, key = issue_client_cert(ca, "system:pyk8s-ingress")
+    """The identity `pyk8s server` writes for the controller (bootstrap RBAC binds its user)."""
     path = os.path.join(c.data_dir, "ingress.conf")
-    write_kubeconfig(path, c.url, ca.pem, cert, key, user="system:pyk8s-ingress")
+    assert os.stat(path).st_mode & 0o777 == 0o600
     return path
 
 
@@ -119,7 +104,7 @@ class Controller:
         assert self.proc.stdout is not None
         line = ""
         for line in self.proc.stdout:
-            if "running (http port" in line:
+            if "Ingress controller running (http port" in line:
                 break
         else:
             raise AssertionError(f"pyk8s ingress did not start: {line}")
@@ -268,6 +253,17 @@ def test_bootstrap_creates_the_default_ingress_class_and_a_least_privilege_ident
     assert can("list", "configmaps") == "no"
     assert can("create", "secrets") == "no"
     assert can("list", "pods") == "no"
+
+
+def test_disable_ingress_leaves_out_the_class_and_the_identity(tmp_path: Path) -> None:
+    c = Cluster(str(tmp_path / "off"), extra_args=["--disable", "ingress"])
+    c.start()
+    try:
+        r = c.kubectl("get", "ingressclass", "pyk8s", check=False)
+        assert r.returncode != 0 and "NotFound" in r.stderr
+        assert not os.path.exists(os.path.join(c.data_dir, "ingress.conf"))
+    finally:
+        c.stop()
 
 
 def test_default_ingress_class_admission_names_the_default_class(cluster: Cluster) -> None:
@@ -450,9 +446,21 @@ def test_tls_by_sni_from_two_secrets(ctrl: Controller, cluster: Cluster, tmp_pat
     _apply(cluster, _tls_secret("tls-b", cb, kb, typ="Opaque"))
     _wait(lambda: _served_cn(port, "b.example.com") == "Kubernetes Ingress Controller Fake Certificate",
           what="the fake certificate for an Opaque secret")
-    events = cluster.kubectl("get", "events", "-n", NS, "--field-selector", "involvedObject.name=tls-b").stdout
-    assert "InvalidTLSSecret" in events or _wait(
-        lambda: "InvalidTLSSecret" in cluster.kubectl("get", "events", "-n", NS).stdout, what="the event")
+    _wait(lambda: "InvalidTLSSecret" in _events(cluster, "tls-b"), what="the InvalidTLSSecret event")
+
+
+def _events(c: Cluster, ingress: str) -> str:
+    return str(c.kubectl("get", "events", "-n", NS, "--field-selector",
+                         f"involvedObject.kind=Ingress,involvedObject.name={ingress}").stdout)
+
+
+def test_resource_backends_answer_503_with_a_warning(ctrl: Controller, cluster: Cluster) -> None:
+    res = {"resource": {"apiGroup": "k8s.example.com", "kind": "StorageBucket", "name": "static"}}
+    _apply(cluster, _ingress("bucket", {"ingressClassName": "pyk8s", "rules": [
+        {"host": "bucket.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": res}]}}]}))
+    _wait(lambda: get(ctrl.http_port, "/x", host="bucket.example.com")[0] == 503, what="503 for a resource backend")
+    _wait(lambda: "UnsupportedBackend" in _events(cluster, "bucket"), what="the UnsupportedBackend event")
+    cluster.kubectl("delete", "ingress", "-n", NS, "bucket")
 
 
 # ---- hostile input ----------------------------------------------------------------------------
@@ -518,3 +526,46 @@ def test_stopping_releases_the_status(cluster: Cluster, ctrl: Controller) -> Non
     _wait(lambda: lb() == [{"ip": "192.0.2.77"}, {"ip": "192.0.2.78"}], what="both nodes in the status")
     second.stop()
     assert lb() == [{"ip": "192.0.2.77"}]
+
+
+def test_the_servers_own_controller_acts_as_its_bootstrap_identity(tmp_path: Path) -> None:
+    """cluster.start_ingress, as `pyk8s server` runs it beside its local kubelet: on the server's
+    loop as user system:pyk8s-ingress (the loopback path, RBAC and all), publishing the node address."""
+    import argparse
+    import asyncio
+
+    from pyk8s.apiserver.server import APIServer, ServerConfig
+    from pyk8s.cluster import component_client, start_ingress
+    from pyk8s.kubelet.node import default_node_ip
+
+    args = argparse.Namespace(ingress_bind_address="127.0.0.1", ingress_http_port=0, ingress_https_port=0)
+
+    async def main() -> None:
+        server = APIServer(ServerConfig(data_dir=str(tmp_path), port=0))
+        await server.start()
+        admin = component_client(server, "test-admin", ["system:masters"], "test")
+        ctl = None
+        try:
+            ctl = await start_ingress(server, args)
+            assert ctl.server is not None and ctl.server.http_port
+            ing = _ingress("own", {"defaultBackend": {"service": {"name": "none", "port": {"number": 80}}}})
+            ing["metadata"]["namespace"] = "default"
+            await admin.create(("networking.k8s.io", "v1", "ingresses"), ing)
+            deadline = asyncio.get_running_loop().time() + 10
+            while True:
+                got = await admin.get(("networking.k8s.io", "v1", "ingresses"), "own", "default")
+                if (got.get("status") or {}).get("loadBalancer", {}).get("ingress"):
+                    break
+                assert asyncio.get_running_loop().time() < deadline, got
+                await asyncio.sleep(0.02)
+            assert got["spec"]["ingressClassName"] == "pyk8s"
+            assert got["status"]["loadBalancer"]["ingress"] == [{"ip": default_node_ip()}]
+            assert any(m["manager"] == "pyk8s-ingress" and m.get("subresource") == "status"
+                       for m in got["metadata"]["managedFields"])
+        finally:
+            if ctl is not None:
+                await ctl.stop()
+            await admin.close()
+            await server.stop()
+
+    asyncio.run(main())

@@ -45,29 +45,38 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v")
 
 
-async def _main(args: Any) -> int:
+async def start(kubeconfig: str, args: Any, publish: list[str], who: str) -> Any:
+    """The controller acting as the kubeconfig's identity, serving; None (said on stderr) when it
+    cannot start."""
     from ..client import Client
     from ..ingress.controller import IngressController
-    from ..kubelet.node import default_node_ip
 
-    client = Client.from_kubeconfig(args.kubeconfig, user_agent="pyk8s-ingress")
-    ctrl = IngressController(client, config_from_args(args, args.publish_address or [default_node_ip()]))
+    client = Client.from_kubeconfig(kubeconfig, user_agent="pyk8s-ingress")
+    ctrl = IngressController(client, config_from_args(args, publish))
+    ctrl.owns_client = True
     try:
         await ctrl.start()
-    except OSError as e:
-        print(f"pyk8s ingress: cannot listen: {e}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 - a port in use, an unreachable API: said, not a traceback
+        print(f"{who}: cannot start the Ingress controller: {e}", file=sys.stderr)
         await ctrl.stop()
-        await client.close()
+        return None
+    print(f"{who}: Ingress controller running (http port {ctrl.server.http_port}, https port "
+          f"{ctrl.server.https_port})", flush=True)
+    return ctrl
+
+
+async def _main(args: Any) -> int:
+    from ..kubelet.node import default_node_ip
+
+    ctrl = await start(args.kubeconfig, args, args.publish_address or [default_node_ip()], "pyk8s ingress")
+    if ctrl is None:
         return 1
-    print(f"pyk8s ingress: running (http port {ctrl.server.http_port}, https port {ctrl.server.https_port})",
-          flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await ctrl.stop()
-    await client.close()
     return 0
 
 

@@ -80,6 +80,7 @@ class IngressController:
         self.sni = SNIRouter(self.tls_context_for)
         self.server: Any = None  # proxy.IngressServer, once listening
         self.owns_client = False  # stop() closes the client
+        self._stopped = False
 
     # ---- which Ingresses are ours -------------------------------------------------------
     def _our_classes(self) -> list[dict[str, Any]]:
@@ -268,6 +269,9 @@ class IngressController:
         log.info("ingress %s: status update failed (retrying): %s", key, e)
 
     async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
         if self.server is not None:
             await self.server.stop()
         self.queue.shutdown()
