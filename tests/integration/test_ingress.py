@@ -256,12 +256,23 @@ def test_bootstrap_creates_the_default_ingress_class_and_a_least_privilege_ident
 
 
 def test_disable_ingress_leaves_out_the_class_and_the_identity(tmp_path: Path) -> None:
-    c = Cluster(str(tmp_path / "off"), extra_args=["--disable", "ingress"])
+    c = Cluster(str(tmp_path / "off"), extra_args=["--disable", "ingress",
+                                                   "--disable-admission-plugins", "DefaultIngressClass"])
     c.start()
     try:
         r = c.kubectl("get", "ingressclass", "pyk8s", check=False)
         assert r.returncode != 0 and "NotFound" in r.stderr
         assert not os.path.exists(os.path.join(c.data_dir, "ingress.conf"))
+        # the admission plugin turned off: a default class is not filled in
+        c.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+            "metadata": {"name": "dflt", "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}},
+            "spec": {"controller": "example.com/x"}}))
+        ing = _ingress("plain", {"defaultBackend": {"service": {"name": "x", "port": {"number": 80}}}})
+        ing["metadata"]["namespace"] = "default"
+        _apply(c, ing)
+        got = json.loads(c.kubectl("get", "ingress", "plain", "-o", "json").stdout)
+        assert "ingressClassName" not in got["spec"]
     finally:
         c.stop()
 
@@ -274,16 +285,17 @@ def test_default_ingress_class_admission_names_the_default_class(cluster: Cluste
     by = {i["metadata"]["name"]: i["spec"] for i in got}
     assert by["defaulted"]["ingressClassName"] == "pyk8s"
     assert "ingressClassName" not in by["legacy"]
-    # with two default classes, the newest wins (name breaks a tie in creation second)
+    # with two default classes, the newest wins (the lower name on a tie: timestamps are whole seconds)
     cluster.kubectl("apply", "-f", "-", input=json.dumps({
         "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
         "metadata": {"name": "zz-newer", "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}},
         "spec": {"controller": "example.com/other"}}))
     try:
-        time.sleep(1.05)  # a later creation second than pyk8s's (timestamps are whole seconds)
+        ts = {n: json.loads(cluster.kubectl("get", "ingressclass", n, "-o", "json").stdout)["metadata"]["creationTimestamp"]
+              for n in ("pyk8s", "zz-newer")}
         _apply(cluster, _ingress("defaulted2", spec))
         got2 = json.loads(cluster.kubectl("get", "ingress", "-n", NS, "defaulted2", "-o", "json").stdout)
-        assert got2["spec"]["ingressClassName"] == "zz-newer"
+        assert got2["spec"]["ingressClassName"] == ("zz-newer" if ts["zz-newer"] > ts["pyk8s"] else "pyk8s")
     finally:
         cluster.kubectl("delete", "ingressclass", "zz-newer")
         cluster.kubectl("delete", "ingress", "-n", NS, "defaulted", "legacy", "defaulted2")

@@ -84,4 +84,10 @@ def run(args: argparse.Namespace) -> int:
     from .. import klog
 
     klog.setup(args.v)
+    try:  # as `pyk8s server` does: uvloop where installed
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover
+        pass
     return asyncio.run(_main(args))

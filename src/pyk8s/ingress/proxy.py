@@ -10,6 +10,11 @@ resource backend), 502 when the endpoint cannot be reached, 504 when it does not
 for a path we refuse to route (routing.normalize_path), 308 to https for a TLS host reached
 over http (ssl-redirect). aiohttp's parser refuses malformed and ambiguous requests
 (Content-Length with Transfer-Encoding, repeated Content-Length, oversized heads) with 400.
+
+`python -m bench ingress` (2 shared cores: client, proxy and backend on one machine), against the
+same requests straight to the backend: p50 latency 640 against 270 us, 570 against 1,470 small
+requests/s at 32 concurrent, a 200 MiB download 150 against 310 MB/s. Every request crosses two
+aiohttp HTTP stacks here where the direct one crosses one.
 """
 
 from __future__ import annotations
