@@ -383,6 +383,11 @@ def test_status_load_balancer_and_kubectl_table(ctrl: Controller, cluster: Clust
         return (ing.get("status") or {}).get("loadBalancer", {}).get("ingress")
 
     assert _wait(lb, what="status.loadBalancer") == [{"ip": "192.0.2.77"}]
+    from kubernetes import client
+
+    with cluster.api_client() as api:  # the official client reads it back as its model
+        st = client.NetworkingV1Api(api).read_namespaced_ingress_status("main", NS).status
+        assert [i.ip for i in st.load_balancer.ingress] == ["192.0.2.77"]
     out = cluster.kubectl("get", "ingress", "-n", NS, "main").stdout.splitlines()
     assert out[0].split() == ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"]
     assert out[1].split()[:5] == ["main", "pyk8s", "a.example.com,*.wild.example.com", "192.0.2.77", "80"]
@@ -445,6 +450,9 @@ def test_tls_by_sni_from_two_secrets(ctrl: Controller, cluster: Cluster, tmp_pat
         got = who(port, "/app" if host.startswith("a") else "/", host=host, ctx=ctx)
         assert got["backend"].startswith(backend)
         assert got["headers"]["x-forwarded-proto"] == "https"
+    # kubectl's PORTS column says 443 once an Ingress has tls
+    row = cluster.kubectl("get", "ingress", "-n", NS, "main", "--no-headers").stdout.split()
+    assert row[4:6] == ["80,", "443"], row
     # ssl-redirect: a TLS host reached over http is sent to https
     status, _, headers = get(ctrl.http_port, "/app?x=1")
     assert status == 308 and headers["Location"] == f"https://a.example.com:{port}/app?x=1"
