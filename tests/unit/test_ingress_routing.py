@@ -128,3 +128,10 @@ def test_round_robin_rotates_per_backend() -> None:
     rr, eps = RoundRobin(), [("a", 1), ("b", 1), ("c", 1)]
     assert [rr.pick("x", eps) for _ in range(4)] == [("a", 1), ("b", 1), ("c", 1), ("a", 1)]
     assert rr.pick("y", eps) == ("a", 1)
+
+
+def test_control_characters_are_refused_even_unencoded() -> None:
+    with pytest.raises(BadPath):
+        normalize_path("/a\x00b")
+    with pytest.raises(BadPath):
+        normalize_path("/a\\b")

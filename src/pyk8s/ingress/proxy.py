@@ -143,7 +143,8 @@ class IngressServer:
         ep = ctrl.pick(backend)
         if ep is None:
             return _plain(503, UNAVAILABLE_BODY, "text/html")
-        target = f"http://{ep[0]}:{ep[1]}{quote(path, safe='/:@!$&()*+,;=~-._')}" + (f"?{query}" if query else "")
+        sent = raw_path if path == raw_path else quote(path, safe="/:@!$&()*+,;=~-._")
+        target = f"http://{ep[0]}:{ep[1]}{sent}" + (f"?{query}" if query else "")
         local_port = self.https_port if secure else self.http_port
         headers = _request_headers(request, secure, local_port)
         if request.headers.get("Upgrade", "").lower() == "websocket":

@@ -113,6 +113,8 @@ def normalize_path(raw: str) -> str:
     and the backend gets the very path that was matched."""
     if not raw.startswith("/"):
         raise BadPath("the request target must be an absolute path")
+    if raw.isascii() and raw.isprintable() and not any(s in raw for s in ("%", "\\", "//", "/.")):
+        return raw  # nothing to decode or resolve: most requests
     lowered = raw.lower()
     if "%2f" in lowered or "%5c" in lowered:
         raise BadPath("encoded slash in the path")
