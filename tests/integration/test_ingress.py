@@ -5,9 +5,6 @@ Kubernetes allows), driven with kubectl and checked with real HTTP and TLS clien
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import http.client
 import json
 import os
 import re
@@ -16,7 +13,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ import pytest
 
 from tests.cluster import Cluster
 from tests.conftest import require, require_binary
+from tests.ingress_util import FAKE_CN, get, self_signed, served_cn, tls_secret, wait_for
 
 pytestmark = pytest.mark.xdist_group("ingress")
 
@@ -35,20 +33,6 @@ A, B = f"{SUBNET}.2", f"{SUBNET}.3"
 NETNS = f"ingress-t{os.getpid()}"
 VETH = f"ingh{os.getpid() % 100000}"
 PEER = f"ingn{os.getpid() % 100000}"
-
-
-def _wait(cond: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = cond()
-            if last:
-                return last
-        except (OSError, AssertionError, KeyError, ValueError) as e:
-            last = e
-        time.sleep(0.02)
-    raise AssertionError(f"{what} not reached within {timeout}s (last: {last!r})")
 
 
 # ---- the backends' network namespace ---------------------------------------------------------
@@ -102,14 +86,14 @@ class Controller:
              "--publish-address", publish],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert self.proc.stdout is not None
-        line = ""
+        m = None
         for line in self.proc.stdout:
-            if "Ingress controller running (http port" in line:
+            m = re.search(r"Ingress controller running \(http port (\d+), https port (\d+)", line)
+            if m:
                 break
-        else:
-            raise AssertionError(f"pyk8s ingress did not start: {line}")
-        m = re.search(r"http port (\d+), https port (\d+)", line)
-        assert m, line
+        if m is None:
+            self.stop()
+            raise AssertionError("pyk8s ingress did not start")
         self.http_port, self.https_port = int(m.group(1)), int(m.group(2))
 
     def stop(self) -> None:
@@ -188,23 +172,6 @@ MAIN = _ingress("main", {
         {"host": "*.wild.example.com", "http": {"paths": [_path("/", "Prefix", "api", 81)]}},
     ],
 })
-
-
-def get(port: int, path: str, host: str = "a.example.com", headers: dict[str, str] | None = None,
-        method: str = "GET", body: bytes | None = None, ctx: ssl.SSLContext | None = None,
-        sni: str | None = None) -> tuple[int, bytes, Any]:
-    if ctx is not None:
-        conn: http.client.HTTPConnection = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
-        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        conn.sock = ctx.wrap_socket(sock, server_hostname=sni or host)
-    else:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request(method, path, body=body, headers={"Host": host, **(headers or {})})
-        r = conn.getresponse()
-        return r.status, r.read(), r.headers
-    finally:
-        conn.close()
 
 
 def who(port: int, path: str, host: str = "a.example.com", **kw: Any) -> dict[str, Any]:
@@ -309,7 +276,7 @@ def test_nothing_matches_answers_the_default_backend_404(ctrl: Controller, clust
 def test_host_and_path_rules(ctrl: Controller, cluster: Cluster) -> None:
     _apply(cluster, MAIN)
     p = ctrl.http_port
-    _wait(lambda: get(p, "/exact")[0] == 200, what="the Ingress served")
+    wait_for(lambda: get(p, "/exact")[0] == 200, what="the Ingress served")
     assert who(p, "/exact")["backend"] == "api"
     assert get(p, "/exact/more")[0] == 404  # Exact is the whole path
     assert who(p, "/app")["backend"].startswith("web-")
@@ -355,7 +322,7 @@ def test_bodies_stream_both_ways(ctrl: Controller) -> None:
 def test_default_backend_takes_what_no_rule_matches(ctrl: Controller, cluster: Cluster) -> None:
     _apply(cluster, _ingress("fallback", {"ingressClassName": "pyk8s",
                                           "defaultBackend": {"service": {"name": "fallback", "port": {"number": 82}}}}))
-    _wait(lambda: get(ctrl.http_port, "/application")[0] == 200, what="the default backend")
+    wait_for(lambda: get(ctrl.http_port, "/application")[0] == 200, what="the default backend")
     assert who(ctrl.http_port, "/application")["backend"] == "fallback"
     assert who(ctrl.http_port, "/", host="unknown.example.org")["backend"] == "fallback"
     assert who(ctrl.http_port, "/app")["backend"].startswith("web-")  # rules still win
@@ -369,12 +336,12 @@ def test_no_ready_endpoint_is_503(ctrl: Controller) -> None:
 def test_readiness_changes_are_followed_within_a_second(ctrl: Controller, cluster: Cluster) -> None:
     _apply(cluster, _slice("web-1", "web", "http", 8080, {A: True, B: False}))
     t0 = time.monotonic()
-    _wait(lambda: {who(ctrl.http_port, "/app")["backend"] for _ in range(4)} == {"web-a"}, 1.0, "web-b removed")
+    wait_for(lambda: {who(ctrl.http_port, "/app")["backend"] for _ in range(4)} == {"web-a"}, 1.0, "web-b removed")
     assert time.monotonic() - t0 < 1.0
     _apply(cluster, _slice("web-1", "web", "http", 8080, {A: False, B: False}))
-    _wait(lambda: get(ctrl.http_port, "/app")[0] == 503, 1.0, "no endpoint left")
+    wait_for(lambda: get(ctrl.http_port, "/app")[0] == 503, 1.0, "no endpoint left")
     _apply(cluster, _slice("web-1", "web", "http", 8080, {A: True, B: True}))
-    _wait(lambda: {who(ctrl.http_port, "/app")["backend"] for _ in range(4)} == {"web-a", "web-b"}, 1.0, "both back")
+    wait_for(lambda: {who(ctrl.http_port, "/app")["backend"] for _ in range(4)} == {"web-a", "web-b"}, 1.0, "both back")
 
 
 def test_status_load_balancer_and_kubectl_table(ctrl: Controller, cluster: Cluster) -> None:
@@ -382,7 +349,7 @@ def test_status_load_balancer_and_kubectl_table(ctrl: Controller, cluster: Clust
         ing = json.loads(cluster.kubectl("get", "ingress", "-n", NS, "main", "-o", "json").stdout)
         return (ing.get("status") or {}).get("loadBalancer", {}).get("ingress")
 
-    assert _wait(lb, what="status.loadBalancer") == [{"ip": "192.0.2.77"}]
+    assert wait_for(lb, what="status.loadBalancer") == [{"ip": "192.0.2.77"}]
     from kubernetes import client
 
     with cluster.api_client() as api:  # the official client reads it back as its model
@@ -394,45 +361,13 @@ def test_status_load_balancer_and_kubectl_table(ctrl: Controller, cluster: Clust
 
 
 # ---- TLS --------------------------------------------------------------------------------------
-def _self_signed(host: str) -> tuple[bytes, bytes]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = dt.datetime.now(dt.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=1))
-            .not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-            .sign(key, hashes.SHA256()))
-    return (cert.public_bytes(serialization.Encoding.PEM),
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()))
-
-
 def _tls_secret(name: str, cert: bytes, key: bytes, typ: str = "kubernetes.io/tls") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Secret", "type": typ, "metadata": {"name": name, "namespace": NS},
-            "data": {"tls.crt": base64.b64encode(cert).decode(), "tls.key": base64.b64encode(key).decode()}}
-
-
-def _served_cn(port: int, sni: str) -> str:
-    from cryptography import x509
-
-    ctx = ssl.create_default_context()
-    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s, ctx.wrap_socket(s, server_hostname=sni) as t:
-        der = t.getpeercert(binary_form=True)
-    assert der is not None
-    cert = x509.load_der_x509_certificate(der)
-    return str(cert.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)[0].value)
+    return tls_secret(name, NS, cert, key, typ)
 
 
 def test_tls_by_sni_from_two_secrets(ctrl: Controller, cluster: Cluster, tmp_path: Path) -> None:
-    ca, ka = _self_signed("a.example.com")
-    cb, kb = _self_signed("b.example.com")
+    ca, ka = self_signed("a.example.com")
+    cb, kb = self_signed("b.example.com")
     _apply(cluster, _tls_secret("tls-a", ca, ka), _tls_secret("tls-b", cb, kb))
     tls_main = json.loads(json.dumps(MAIN))
     tls_main["spec"]["tls"] = [{"hosts": ["a.example.com"], "secretName": "tls-a"}]
@@ -441,9 +376,9 @@ def test_tls_by_sni_from_two_secrets(ctrl: Controller, cluster: Cluster, tmp_pat
                                "rules": [{"host": "b.example.com", "http": {"paths": [_path("/", "Prefix", "tls-b", 84)]}}]})
     _apply(cluster, tls_main, tls_b)
     port = ctrl.https_port
-    _wait(lambda: _served_cn(port, "a.example.com") == "a.example.com", what="a's certificate")
-    _wait(lambda: _served_cn(port, "b.example.com") == "b.example.com", what="b's certificate")
-    assert _served_cn(port, "c.example.com") == "Kubernetes Ingress Controller Fake Certificate"
+    wait_for(lambda: served_cn(port, "a.example.com") == "a.example.com", what="a's certificate")
+    wait_for(lambda: served_cn(port, "b.example.com") == "b.example.com", what="b's certificate")
+    assert served_cn(port, "c.example.com") == FAKE_CN
     # verified end to end with each host's own certificate as the trust anchor
     for host, cert, backend in (("a.example.com", ca, "web-"), ("b.example.com", cb, "tls-b")):
         ctx = ssl.create_default_context(cadata=cert.decode())
@@ -457,16 +392,16 @@ def test_tls_by_sni_from_two_secrets(ctrl: Controller, cluster: Cluster, tmp_pat
     status, _, headers = get(ctrl.http_port, "/app?x=1")
     assert status == 308 and headers["Location"] == f"https://a.example.com:{port}/app?x=1"
     # the Secret changes: the new certificate is served
-    c2, k2 = _self_signed("a.example.com")
+    c2, k2 = self_signed("a.example.com")
     _apply(cluster, _tls_secret("tls-a", c2, k2))
     ctx2 = ssl.create_default_context(cadata=c2.decode())
-    _wait(lambda: who(port, "/app", ctx=ctx2)["backend"].startswith("web-"), what="the renewed certificate")
+    wait_for(lambda: who(port, "/app", ctx=ctx2)["backend"].startswith("web-"), what="the renewed certificate")
     # a Secret that is not kubernetes.io/tls is not used: the default certificate is served
     cluster.kubectl("delete", "secret", "-n", NS, "tls-b")
     _apply(cluster, _tls_secret("tls-b", cb, kb, typ="Opaque"))
-    _wait(lambda: _served_cn(port, "b.example.com") == "Kubernetes Ingress Controller Fake Certificate",
+    wait_for(lambda: served_cn(port, "b.example.com") == FAKE_CN,
           what="the fake certificate for an Opaque secret")
-    _wait(lambda: "InvalidTLSSecret" in _events(cluster, "tls-b"), what="the InvalidTLSSecret event")
+    wait_for(lambda: "InvalidTLSSecret" in _events(cluster, "tls-b"), what="the InvalidTLSSecret event")
 
 
 def _events(c: Cluster, ingress: str) -> str:
@@ -478,8 +413,8 @@ def test_resource_backends_answer_503_with_a_warning(ctrl: Controller, cluster: 
     res = {"resource": {"apiGroup": "k8s.example.com", "kind": "StorageBucket", "name": "static"}}
     _apply(cluster, _ingress("bucket", {"ingressClassName": "pyk8s", "rules": [
         {"host": "bucket.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": res}]}}]}))
-    _wait(lambda: get(ctrl.http_port, "/x", host="bucket.example.com")[0] == 503, what="503 for a resource backend")
-    _wait(lambda: "UnsupportedBackend" in _events(cluster, "bucket"), what="the UnsupportedBackend event")
+    wait_for(lambda: get(ctrl.http_port, "/x", host="bucket.example.com")[0] == 503, what="503 for a resource backend")
+    wait_for(lambda: "UnsupportedBackend" in _events(cluster, "bucket"), what="the UnsupportedBackend event")
     cluster.kubectl("delete", "ingress", "-n", NS, "bucket")
 
 
@@ -548,7 +483,7 @@ def test_deleting_the_ingress_stops_serving_it(ctrl: Controller, cluster: Cluste
     wild = "one.wild.example.com"
     assert who(ctrl.http_port, "/x", host=wild)["backend"] == "api"
     cluster.kubectl("delete", "ingress", "-n", NS, "main")
-    _wait(lambda: get(ctrl.http_port, "/x", host=wild)[0] == 404, 1.0, "main no longer served")
+    wait_for(lambda: get(ctrl.http_port, "/x", host=wild)[0] == 404, 1.0, "main no longer served")
 
 
 def test_stopping_releases_the_status(cluster: Cluster, ctrl: Controller) -> None:
@@ -560,7 +495,7 @@ def test_stopping_releases_the_status(cluster: Cluster, ctrl: Controller) -> Non
         ing = json.loads(cluster.kubectl("get", "ingress", "-n", NS, "released", "-o", "json").stdout)
         return (ing.get("status") or {}).get("loadBalancer", {}).get("ingress")
 
-    _wait(lambda: lb() == [{"ip": "192.0.2.77"}, {"ip": "192.0.2.78"}], what="both nodes in the status")
+    wait_for(lambda: lb() == [{"ip": "192.0.2.77"}, {"ip": "192.0.2.78"}], what="both nodes in the status")
     second.stop()
     assert lb() == [{"ip": "192.0.2.77"}]
 
