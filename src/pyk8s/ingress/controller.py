@@ -73,6 +73,8 @@ class IngressController:
         self.queue = RateLimitingQueue("ingress-status")
         self.round_robin = RoundRobin()
         self._table: RouteTable | None = None
+        # per backend, until a Service or EndpointSlice changes: a request costs a dict lookup, not a walk of slices
+        self._endpoints: dict[Backend, list[tuple[str, int]]] = {}
         self._tls_hosts: list[tuple[str, tuple[str, str]]] = []  # (host pattern, secret key), oldest first
         self._served: dict[str, dict[str, Any]] = {}
         self._reported: dict[str, str] = {}  # ingress key -> "uid/generation" whose problems were reported
@@ -97,6 +99,7 @@ class IngressController:
     # ---- state ----------------------------------------------------------------------------
     def _changed(self, *_: Any) -> None:
         self._table = None
+        self._endpoints.clear()
 
     def _ingress_event(self, *objs: Any) -> None:
         self._table = None
@@ -118,6 +121,12 @@ class IngressController:
         return self._table
 
     def endpoints(self, b: Backend) -> list[tuple[str, int]]:
+        eps = self._endpoints.get(b)
+        if eps is None:
+            eps = self._endpoints[b] = self._ready(b)
+        return eps
+
+    def _ready(self, b: Backend) -> list[tuple[str, int]]:
         svc = self.services.get(f"{b.namespace}/{b.service}")
         if svc is None:
             return []
