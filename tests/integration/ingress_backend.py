@@ -44,7 +44,8 @@ def handler(name: str) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(out)))
             self.send_header("Connection", "keep-alive")
             self.end_headers()
-            self.wfile.write(out)
+            if self.command != "HEAD":
+                self.wfile.write(out)
 
         def _websocket(self) -> None:
             key = self.headers["Sec-WebSocket-Key"]
@@ -66,7 +67,7 @@ def handler(name: str) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
             self.close_connection = True
 
-        do_GET = do_POST = do_PUT = do_DELETE = _answer
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _answer
 
     return H
 

@@ -5,6 +5,7 @@ Kubernetes allows), driven with kubectl and checked with real HTTP and TLS clien
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -317,6 +318,17 @@ def test_bodies_stream_both_ways(ctrl: Controller) -> None:
     assert got["body_sha256"] == hashlib.sha256(body).hexdigest()
     status, big, headers = get(ctrl.http_port, "/app/big/5000000")
     assert status == 200 and len(big) == 5000000 and headers["Content-Length"] == "5000000"
+    # HEAD: the length the backend gave, and no body; the connection stays usable
+    conn = http.client.HTTPConnection("127.0.0.1", ctrl.http_port, timeout=10)
+    try:
+        conn.request("HEAD", "/app/h", headers={"Host": "a.example.com"})
+        r = conn.getresponse()
+        assert r.status == 200 and int(r.headers["Content-Length"]) > 0 and r.read() == b""
+        conn.request("GET", "/app/h", headers={"Host": "a.example.com"})
+        r = conn.getresponse()
+        assert r.status == 200 and json.loads(r.read())["method"] == "GET"
+    finally:
+        conn.close()
 
 
 def test_default_backend_takes_what_no_rule_matches(ctrl: Controller, cluster: Cluster) -> None:
