@@ -457,6 +457,9 @@ def test_hostile_requests_are_refused(ctrl: Controller) -> None:
     # absolute-form targets are refused rather than routed by a host other than Host's
     r = raw(p, b"GET http://b.example.com/app HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
     assert status_line(r).split()[1] == b"400", r[:100]
+    # not an open proxy: CONNECT has no path to route
+    r = raw(p, b"CONNECT 10.0.0.1:22 HTTP/1.1\r\nHost: 10.0.0.1:22\r\n\r\n")
+    assert status_line(r).split()[1] == b"400", r[:100]
     # two Host headers, or none in HTTP/1.1
     r = raw(p, b"GET /x HTTP/1.1\r\nHost: x.wild.example.com\r\nHost: a.example.com\r\n\r\n")
     assert status_line(r).split()[1] == b"400", r[:100]
