@@ -135,3 +135,19 @@ def test_control_characters_are_refused_even_unencoded() -> None:
         normalize_path("/a\x00b")
     with pytest.raises(BadPath):
         normalize_path("/a\\b")
+
+
+def test_default_ingress_class_is_the_newest_then_the_lower_name() -> None:
+    """Upstream's DefaultIngressClass since 1.25 (kubernetes#110974): newest first, name ascending."""
+    from pyk8s.apiserver.default_ingress_class import choose_default
+
+    def ic(name: str, ts: str, default: str | None = "true") -> dict[str, Any]:
+        ann = {} if default is None else {"ingressclass.kubernetes.io/is-default-class": default}
+        return {"metadata": {"name": name, "creationTimestamp": ts, "annotations": ann}}
+
+    assert choose_default([]) is None
+    assert choose_default([ic("a", "2026-01-01T00:00:00Z", None), ic("b", "2026-01-01T00:00:00Z", "false")]) is None
+    assert choose_default([ic("old", "2026-01-01T00:00:00Z"), ic("new", "2026-01-02T00:00:00Z")]) == "new"
+    assert choose_default([ic("zz", "2026-01-02T00:00:00Z"), ic("aa", "2026-01-02T00:00:00Z"),
+                           ic("a0", "2026-01-01T00:00:00Z")]) == "aa"
+    assert choose_default([ic("x", "2026-01-01T00:00:00Z", "True")]) is None  # exactly "true", as upstream

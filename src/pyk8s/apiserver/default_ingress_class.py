@@ -11,7 +11,7 @@ from typing import Any
 from ..api.resources import Resource
 from .rest import RequestContext, RestStorage
 
-__all__ = ["default_ingress_class"]
+__all__ = ["default_ingress_class", "choose_default"]
 
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
 LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
@@ -28,12 +28,17 @@ async def default_ingress_class(rest: RestStorage, res: Resource, op: str, ing: 
         return
     classes = rest.registry.get("networking.k8s.io", "v1", "ingressclasses")
     assert classes is not None
-    cache = await rest.cache_for(classes)
-    defaults = [c for c in cache.list(None)
+    name = choose_default((await rest.cache_for(classes)).list(None))
+    if name is not None:
+        ing.setdefault("spec", {})["ingressClassName"] = name
+
+
+def choose_default(classes: list[dict[str, Any]]) -> str | None:
+    """The default IngressClass's name: of those annotated default, the newest, the lower name on a tie."""
+    defaults = [c for c in classes
                 if ((c.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"]
     if not defaults:
-        return
-    # newest first; RFC 3339 UTC timestamps of one format sort as text
+        return None
+    # RFC 3339 UTC timestamps of one format sort as text
     newest = max(c["metadata"].get("creationTimestamp") or "" for c in defaults)
-    name = min(c["metadata"]["name"] for c in defaults if (c["metadata"].get("creationTimestamp") or "") == newest)
-    ing.setdefault("spec", {})["ingressClassName"] = name
+    return min(c["metadata"]["name"] for c in defaults if (c["metadata"].get("creationTimestamp") or "") == newest)
