@@ -83,6 +83,7 @@ class IngressController:
         self.server: Any = None  # proxy.IngressServer, once listening
         self.owns_client = False  # stop() closes the client
         self._stopped = False
+        self._stopping: set[asyncio.Future[None]] = set()  # secret watches being stopped
 
     # ---- which Ingresses are ours -------------------------------------------------------
     def _our_classes(self) -> list[dict[str, Any]]:
@@ -159,7 +160,9 @@ class IngressController:
             self.secrets[key] = inf
             inf.start()
         for key in set(self.secrets) - wanted:
-            asyncio.ensure_future(self.secrets.pop(key).stop())
+            t = asyncio.ensure_future(self.secrets.pop(key).stop())
+            self._stopping.add(t)  # the loop holds tasks weakly
+            t.add_done_callback(self._stopping.discard)
             self.tls_contexts.pop(key, None)
             self.tls_errors.pop(key, None)
 
