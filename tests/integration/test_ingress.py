@@ -340,6 +340,22 @@ def test_default_backend_takes_what_no_rule_matches(ctrl: Controller, cluster: C
     assert who(ctrl.http_port, "/app")["backend"].startswith("web-")  # rules still win
 
 
+def test_a_dead_endpoint_is_skipped_for_the_next(ctrl: Controller, cluster: Cluster) -> None:
+    """ready in its slice but refusing connections (a pod that just died): as ingress-nginx's
+    proxy-next-upstream, the request goes to the next endpoint instead of failing."""
+    _apply(cluster, _service("flaky", [{"name": "http", "port": 80}]),
+           _slice("flaky-1", "flaky", "http", 8080, {A: True}),
+           _slice("flaky-2", "flaky", "http", 8099, {A: True}),  # nothing listens on 8099
+           _ingress("flaky", {"ingressClassName": "pyk8s", "rules": [{"host": "flaky.example.com", "http": {
+               "paths": [_path("/", "Prefix", "flaky", "http")]}}]}))
+    wait_for(lambda: get(ctrl.http_port, "/", "flaky.example.com")[0] == 200, what="flaky served")
+    assert {get(ctrl.http_port, "/", "flaky.example.com")[0] for _ in range(8)} == {200}
+    # with only dead endpoints: 502
+    _apply(cluster, _slice("flaky-1", "flaky", "http", 8098, {A: True}))
+    wait_for(lambda: get(ctrl.http_port, "/", "flaky.example.com")[0] == 502, what="502 with no live endpoint")
+    cluster.kubectl("delete", "ingress", "-n", NS, "flaky")
+
+
 def test_no_ready_endpoint_is_503(ctrl: Controller) -> None:
     status, body, _ = get(ctrl.http_port, "/empty")
     assert status == 503 and b"503 Service Temporarily Unavailable" in body

@@ -126,8 +126,10 @@ def test_ready_endpoints_and_ports_by_name_and_number() -> None:
 
 def test_round_robin_rotates_per_backend() -> None:
     rr, eps = RoundRobin(), [("a", 1), ("b", 1), ("c", 1)]
-    assert [rr.pick("x", eps) for _ in range(4)] == [("a", 1), ("b", 1), ("c", 1), ("a", 1)]
-    assert rr.pick("y", eps) == ("a", 1)
+    assert [rr.order("x", eps)[0] for _ in range(4)] == [("a", 1), ("b", 1), ("c", 1), ("a", 1)]
+    assert rr.order("x", eps) == [("b", 1), ("c", 1), ("a", 1)]  # the others follow, for retries
+    assert rr.order("y", eps)[0] == ("a", 1)
+    assert rr.order("x", eps[:1]) == [("a", 1)]  # fewer endpoints than the counter
 
 
 def test_control_characters_are_refused_even_unencoded() -> None:

@@ -136,9 +136,10 @@ class IngressController:
             return []
         return ready_endpoints(self.slices.by_index("service", f"{b.namespace}/{b.service}"), port.get("name") or "")
 
-    def pick(self, b: Backend) -> tuple[str, int] | None:
+    def candidates(self, b: Backend) -> list[tuple[str, int]]:
+        """The backend's ready endpoints, starting at the next in round-robin order."""
         eps = self.endpoints(b)
-        return self.round_robin.pick((b.namespace, b.service, b.port), eps) if eps else None
+        return self.round_robin.order((b.namespace, b.service, b.port), eps) if eps else []
 
     # ---- TLS ------------------------------------------------------------------------------
     def _sync_tls(self, served: list[dict[str, Any]]) -> None:

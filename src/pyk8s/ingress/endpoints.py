@@ -43,7 +43,8 @@ class RoundRobin:
     def __init__(self) -> None:
         self._next: dict[Any, int] = {}
 
-    def pick(self, key: Any, endpoints: list[tuple[str, int]]) -> tuple[str, int]:
-        i = self._next.get(key, 0)
+    def order(self, key: Any, endpoints: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """`endpoints` rotated to start at this key's next turn (the rest are the fallbacks)."""
+        i = self._next.get(key, 0) % len(endpoints)
         self._next[key] = i + 1
-        return endpoints[i % len(endpoints)]
+        return endpoints[i:] + endpoints[:i]

@@ -6,9 +6,9 @@ the peer's address (a client's own X-Forwarded-* are replaced, not trusted), X-F
 -Host, -Port and -Scheme; hop-by-hop headers are dropped both ways; bodies stream in both
 directions (no buffering, Content-Encoding passed through). Answers of our own: 404 from the
 default backend when nothing matches, 503 when the backend has no ready endpoint (or is a
-resource backend), 502 when the endpoint cannot be reached, 504 when it does not answer, 400
-for a path we refuse to route (routing.normalize_path) and without exactly one Host header
-(HTTP/1.1), 308 to https for a TLS host reached over http (ssl-redirect). aiohttp's parser
+resource backend), 502 when no endpoint can be reached (up to 3 are tried), 504 when it does
+not answer, 400 for a path we refuse to route (routing.normalize_path) and without exactly one
+Host header (HTTP/1.1), 308 to https for a TLS host reached over http (ssl-redirect). aiohttp's parser
 refuses malformed and ambiguous requests (Content-Length with Transfer-Encoding, repeated
 Content-Length, header lines over 8190 bytes, more than 128 headers) with 400.
 
@@ -46,6 +46,7 @@ NOT_FORWARDED = frozenset(("host", "content-length", "expect"))
 MAX_HEAD_FIELD = 8190  # bytes per header line and request line (nginx's 8k large_client_header_buffers)
 CONNECT_TIMEOUT = 5.0  # ingress-nginx's proxy-connect-timeout
 READ_TIMEOUT = 60.0  # proxy-read-timeout
+NEXT_UPSTREAM_TRIES = 3  # proxy-next-upstream-tries
 NOT_FOUND_BODY = b"default backend - 404"
 UNAVAILABLE_BODY = (b"<html>\r\n<head><title>503 Service Temporarily Unavailable</title></head>\r\n<body>\r\n"
                     b"<center><h1>503 Service Temporarily Unavailable</h1></center>\r\n</body>\r\n</html>\r\n")
@@ -140,40 +141,56 @@ class IngressServer:
             return web.Response(status=308, headers={"Location": loc}, body=b"", content_type="text/html")
         if backend.resource:
             return _plain(503, UNAVAILABLE_BODY, "text/html")
-        ep = ctrl.pick(backend)
-        if ep is None:
+        endpoints = ctrl.candidates(backend)
+        if not endpoints:
             return _plain(503, UNAVAILABLE_BODY, "text/html")
         sent = raw_path if path == raw_path else quote(path, safe="/:@!$&()*+,;=~-._")
-        target = f"http://{ep[0]}:{ep[1]}{sent}" + (f"?{query}" if query else "")
+        suffix = sent + (f"?{query}" if query else "")
         local_port = self.https_port if secure else self.http_port
         headers = _request_headers(request, secure, local_port)
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return await self._websocket(request, target, headers)
+            return await self._websocket(request, f"http://{endpoints[0][0]}:{endpoints[0][1]}{suffix}", headers)
         body = request.content if request.body_exists else None
         if body is not None and request.headers.get("Expect", "").lower() == "100-continue":
             await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # the client may send its body now
         assert self._session is not None
-        try:
-            async with self._session.request(request.method, target, headers=headers, data=body,
-                                             allow_redirects=False, skip_auto_headers=("User-Agent", "Accept",
-                                                                                       "Accept-Encoding")) as up:
-                resp = web.StreamResponse(status=up.status, reason=up.reason)
-                drop = HOP_BY_HOP | {t.strip().lower() for t in up.headers.get("Connection", "").split(",")}
-                for k, v in up.headers.items():
-                    if k.lower() not in drop:
-                        resp.headers.add(k, v)
-                await resp.prepare(request)
+        tries = endpoints[:NEXT_UPSTREAM_TRIES]
+        for i, (addr, ep_port) in enumerate(tries):
+            target = f"http://{addr}:{ep_port}{suffix}"
+            try:
+                up = await self._session.request(request.method, target, headers=headers, data=body,
+                                                 allow_redirects=False,
+                                                 skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"))
+                break
+            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as e:
+                # nothing reached that endpoint: the next one may take the request (ingress-nginx's
+                # proxy-next-upstream "error timeout", 3 tries)
+                log.info("ingress %s/%s: %s: %s", backend.namespace, backend.ingress, target, e)
+                if i + 1 == len(tries):
+                    return _plain(504 if isinstance(e, TimeoutError) else 502,
+                                  b"504 Gateway Time-out" if isinstance(e, TimeoutError) else b"502 Bad Gateway")
+            except TimeoutError:
+                return _plain(504, b"504 Gateway Time-out")
+            except (aiohttp.ClientError, OSError) as e:
+                log.info("ingress %s/%s: %s %s: %s", backend.namespace, backend.ingress, request.method, target, e)
+                return _plain(502, b"502 Bad Gateway")
+        async with up:
+            resp = web.StreamResponse(status=up.status, reason=up.reason)
+            drop = HOP_BY_HOP | {t.strip().lower() for t in up.headers.get("Connection", "").split(",")}
+            for k, v in up.headers.items():
+                if k.lower() not in drop:
+                    resp.headers.add(k, v)
+            await resp.prepare(request)
+            try:
                 async for chunk in up.content.iter_any():
                     await resp.write(chunk)
                 await resp.write_eof()
-                return resp
-        except TimeoutError:
-            return _plain(504, b"504 Gateway Time-out")
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as e:
-            log.info("ingress %s/%s: %s %s: %s", backend.namespace, backend.ingress, request.method, target, e)
-            if request.transport is None or request.transport.is_closing():
-                raise
-            return _plain(502, b"502 Bad Gateway")
+            except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                # the answer has begun: the client can only learn of the failure by the connection closing
+                log.info("ingress %s/%s: %s: %s", backend.namespace, backend.ingress, target, e)
+                if request.transport is not None:
+                    request.transport.close()
+            return resp
 
     async def _websocket(self, request: web.BaseRequest, target: str, headers: dict[str, str]) -> web.StreamResponse:
         """A WebSocket upgrade, relayed message by message (both sides are aiohttp's)."""
