@@ -1,6 +1,6 @@
 """Backends for tests/integration/test_ingress.py: real HTTP servers, run inside the test's network
 namespace (`python ingress_backend.py NAME=ADDR:PORT ...`). Each answers every request with JSON
-saying who it is and what it received; `.../big/<n>` answers n bytes; a WebSocket upgrade on
+saying who it is and what it received; `.../big/<n>` answers n bytes, `.../abort` breaks off; a WebSocket upgrade on
 `/ws` echoes messages."""
 
 from __future__ import annotations
@@ -23,6 +23,14 @@ def handler(name: str) -> type[BaseHTTPRequestHandler]:
         def _answer(self) -> None:
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n) if n else b""
+            if self.path.endswith("/abort"):  # promises 100000 bytes, sends 10 and hangs up
+                self.send_response(200)
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                self.wfile.write(b"0123456789")
+                self.wfile.flush()
+                self.close_connection = True
+                return
             if "/big/" in self.path:
                 size = int(self.path.rsplit("/", 1)[1])
                 self.send_response(200)

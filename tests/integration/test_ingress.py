@@ -318,6 +318,17 @@ def test_bodies_stream_both_ways(ctrl: Controller) -> None:
     assert got["body_sha256"] == hashlib.sha256(body).hexdigest()
     status, big, headers = get(ctrl.http_port, "/app/big/5000000")
     assert status == 200 and len(big) == 5000000 and headers["Content-Length"] == "5000000"
+    # an answer that breaks off reaches the client as a short body on a closed connection
+    conn = http.client.HTTPConnection("127.0.0.1", ctrl.http_port, timeout=10)
+    try:
+        conn.request("GET", "/app/abort", headers={"Host": "a.example.com"})
+        r = conn.getresponse()
+        assert r.status == 200
+        with pytest.raises(http.client.IncompleteRead) as e:
+            r.read()
+        assert e.value.partial == b"0123456789"
+    finally:
+        conn.close()
     # HEAD: the length the backend gave, and no body; the connection stays usable
     conn = http.client.HTTPConnection("127.0.0.1", ctrl.http_port, timeout=10)
     try:
