@@ -15,7 +15,7 @@ Content-Length, header lines over 8190 bytes, more than 128 headers) with 400.
 `python -m bench ingress` (client, proxy and backend on one 2-core machine shared with other
 work, load about 12), against the same requests straight to the backend, three runs: p50 latency
 0.35-0.43x of direct (640-850 against 270-330 us), small requests at 32 concurrent 0.34-0.38x
-(570-680 against 1,470-1,780 req/s), a 200 MiB download 0.34-0.65x. Every request crosses two
+(570-680 against 1,470-1,780 req/s), downloads (19 and 200 MiB) 0.34-0.65x. Every request crosses two
 aiohttp HTTP stacks here where the direct one crosses one.
 """
 
