@@ -153,3 +153,16 @@ def test_default_ingress_class_is_the_newest_then_the_lower_name() -> None:
     assert choose_default([ic("zz", "2026-01-02T00:00:00Z"), ic("aa", "2026-01-02T00:00:00Z"),
                            ic("a0", "2026-01-01T00:00:00Z")]) == "aa"
     assert choose_default([ic("x", "2026-01-01T00:00:00Z", "True")]) is None  # exactly "true", as upstream
+
+
+def test_the_api_servers_bootstrap_names_what_the_controller_goes_by() -> None:
+    """The two sides of one identity, written out on each side of the layering line."""
+    from pyk8s.apiserver import ingress_bootstrap
+    from pyk8s.ingress import policy
+
+    role, binding = ingress_bootstrap.rbac_objects()
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": policy.USER}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    ic = ingress_bootstrap.ingress_class()
+    assert ic["metadata"]["name"] == policy.CLASS_NAME and ic["spec"]["controller"] == policy.CONTROLLER_NAME
+    assert ic["metadata"]["annotations"] == {policy.DEFAULT_CLASS_ANNOTATION: "true"}

@@ -72,7 +72,7 @@ async def run(server: Any) -> None:
 async def _ingress(server: Any) -> None:
     """The built-in Ingress controller's identity, and its default IngressClass unless
     `--disable ingress` (docs/ingress.md)."""
-    from ..ingress import policy
+    from . import ingress_bootstrap as policy
 
     for obj in policy.rbac_objects():
         plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
