@@ -76,6 +76,7 @@ class ServerConfig:
     client_ca_file: str | None = None  # --client-ca-file: another CA whose client certificates are accepted
     admission_enable: frozenset[str] = frozenset()
     admission_disable: frozenset[str] = frozenset()
+    disabled_components: frozenset[str] = frozenset()  # --disable: components not run (bootstrap skips their objects)
     bookmark_interval: float = 60.0
     compaction_interval: float = 60.0
     compaction_window: float = 300.0

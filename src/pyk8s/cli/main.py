@@ -107,7 +107,10 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager (repeatable)")
+                   help="components not to run: scheduler, controller-manager, ingress (repeatable)")
+    from . import ingress_cmd
+
+    ingress_cmd.add_flags(p)
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
@@ -143,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import datastore_cmd
 
     datastore_cmd.add_parser(sub)
+    from . import ingress_cmd
+
+    ingress_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -165,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         return scheduler_cmd.run(args)
     if args.command == "controller-manager":
         return controller_manager_cmd.run(args)
+    if args.command == "ingress":
+        return ingress_cmd.run(args)
     return 2
 
 
@@ -218,6 +226,7 @@ async def _server(args: Any) -> int:
         client_ca_file=os.path.abspath(args.client_ca_file) if args.client_ca_file else None,
         admission_enable=frozenset(admission_on),
         admission_disable=frozenset(admission_off),
+        disabled_components=frozenset(args.disable),
         service_cidr=args.service_cluster_ip_range,
         cluster_cidr=args.cluster_cidr,
         kubeconfig_path=args.kubeconfig,
