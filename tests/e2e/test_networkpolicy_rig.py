@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,7 @@ def env() -> Iterator[tuple[Rig, Cluster, Any]]:
     finally:
         if cluster is not None:
             cluster.stop()
+            shutil.rmtree(cluster.data_dir, ignore_errors=True)
         rig.close()
 
 
