@@ -145,6 +145,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
             s = SchedulerRunner(client)
             await s.start()
             started.append(s)
+    if "dns" not in disabled:
+        started.append(await start_cluster_dns(server, args))
     if not getattr(args, "disable_agent", False):
         try:
             from .kubelet.agent import start_local_agent
@@ -153,3 +155,43 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         if start_local_agent is not None:
             started.append(await start_local_agent(server, args, component_client))
     return started
+
+
+async def start_cluster_dns(server: Any, args: Any) -> Any:
+    """Cluster DNS on the server's loop, listening on the advertise address (any free port),
+    published as kube-system/kube-dns (docs/dns.md). The addon objects are written as the API
+    server itself; the DNS server reads as ServiceAccount kube-system/coredns."""
+    from .dns.addon import SERVICE_ACCOUNT_GROUPS, SERVICE_ACCOUNT_USER, ensure_addon, ensure_identity
+    from .dns.runner import ClusterDNS, DNSOptions
+
+    dns_ips = cluster_dns_ips(args)
+    opts = DNSOptions(bind_address=getattr(args, "dns_bind_address", None) or server.advertise_address,
+                      port=getattr(args, "dns_port", 0) or 0,
+                      cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local", dns_ips=dns_ips)
+    writer = component_client(server, "system:apiserver", ["system:masters"], "kube-apiserver/pyk8s")
+    reader = component_client(server, SERVICE_ACCOUNT_USER, SERVICE_ACCOUNT_GROUPS, "coredns/pyk8s")
+    cdns = ClusterDNS(reader, opts, owns_client=True)
+    try:
+        await ensure_identity(writer)  # RBAC first: the reader needs it
+        try:
+            await cdns.start()
+        except OSError as e:  # e.g. an advertise address this machine does not hold
+            log.error("cluster DNS not started: cannot listen on %s: %s", opts.bind_address, e)
+            await cdns.stop()
+            return _Stopped()
+        await ensure_addon(writer, dns_ips[0], opts.bind_address, cdns.port)
+    finally:
+        await writer.close()
+    return cdns
+
+
+class _Stopped:
+    async def stop(self) -> None:
+        pass
+
+
+def cluster_dns_ips(args: Any) -> list[str]:
+    """--cluster-dns, else the tenth address of --service-cluster-ip-range (kubeadm's convention)."""
+    from .dns.addon import cluster_dns_ips as ips
+
+    return ips(getattr(args, "cluster_dns", None), getattr(args, "service_cluster_ip_range", None))
