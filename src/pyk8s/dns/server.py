@@ -44,7 +44,7 @@ OUR_PAYLOAD = 1232  # the EDNS buffer size we advertise (DNS flag day 2020)
 
 class DNSServer:
     def __init__(self, zone: ClusterZone, forwarder: Forwarder, host: str = "127.0.0.1", port: int = 0,
-                 max_tcp_connections: int = 256, tcp_idle_timeout: float = 5.0) -> None:
+                 max_tcp_connections: int = 256, tcp_idle_timeout: float = 3.0) -> None:
         self.zone = zone
         self.forwarder = forwarder
         self.host = host
