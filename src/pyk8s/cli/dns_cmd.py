@@ -94,6 +94,12 @@ def run(args: Any) -> int:
 
     klog.setup(args.v)
     try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover
+        pass
+    try:
         return asyncio.run(_main(args))
     except KeyboardInterrupt:
         return 0

@@ -40,6 +40,7 @@ log = logging.getLogger("pyk8s.dns")
 
 MAX_UDP_PAYLOAD = 4096
 OUR_PAYLOAD = 1232  # the EDNS buffer size we advertise (DNS flag day 2020)
+MAX_CACHED_ANSWERS = 10_000
 
 
 class DNSServer:
@@ -55,6 +56,10 @@ class DNSServer:
         self._tcp: asyncio.Server | None = None
         self._tcp_conns = 0
         self._tasks: set[asyncio.Task[Any]] = set()
+        # rendered zone answers by (transport, query bytes after the ID), valid for one catalog
+        # generation: a repeated question skips parsing and rendering (bench/network_dns.py)
+        self._answers: dict[tuple[bool, bytes], bytes] = {}
+        self._answers_gen = -1
 
     # ---- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -107,6 +112,14 @@ class DNSServer:
         """The answer's bytes, None (drop), or the parsed query when it must be forwarded."""
         if len(wire) < 12:
             return None
+        gen = self.zone.catalog.generation
+        if gen != self._answers_gen:
+            self._answers.clear()
+            self._answers_gen = gen
+        key = (tcp, wire[2:])
+        hit = self._answers.get(key)
+        if hit is not None:
+            return wire[:2] + hit
         flags = struct.unpack_from("!H", wire, 2)[0]
         if flags & dns.flags.QR:
             return None
@@ -127,7 +140,11 @@ class DNSServer:
         r = _reply(q, ans.rcode)
         r.flags |= dns.flags.AA
         r.answer, r.authority, r.additional = ans.answer, ans.authority, ans.additional
-        return self._render(q, r, tcp)
+        out = self._render(q, r, tcp)
+        if len(self._answers) >= MAX_CACHED_ANSWERS:
+            self._answers.clear()
+        self._answers[key] = out[2:]
+        return out
 
     async def handle_async(self, q: dns.message.Message, tcp: bool) -> bytes | None:
         question = q.question[0]
