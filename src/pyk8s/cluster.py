@@ -161,7 +161,13 @@ async def start_cluster_dns(server: Any, args: Any) -> Any:
     """Cluster DNS on the server's loop, listening on the advertise address (any free port),
     published as kube-system/kube-dns (docs/dns.md). The addon objects are written as the API
     server itself; the DNS server reads as ServiceAccount kube-system/coredns."""
-    from .dns.addon import SERVICE_ACCOUNT_GROUPS, SERVICE_ACCOUNT_USER, ensure_addon, ensure_identity
+    from .dns.addon import (
+        SERVICE_ACCOUNT_GROUPS,
+        SERVICE_ACCOUNT_USER,
+        AddonKeeper,
+        ensure_addon,
+        ensure_identity,
+    )
     from .dns.runner import ClusterDNS, DNSOptions
 
     dns_ips = cluster_dns_ips(args)
@@ -173,21 +179,28 @@ async def start_cluster_dns(server: Any, args: Any) -> Any:
     cdns = ClusterDNS(reader, opts, owns_client=True)
     try:
         await ensure_identity(writer)  # RBAC first: the reader needs it
-        try:
-            await cdns.start()
-        except OSError as e:  # e.g. an advertise address this machine does not hold
-            log.error("cluster DNS not started: cannot listen on %s: %s", opts.bind_address, e)
-            await cdns.stop()
-            return _Stopped()
+        await cdns.start()
         await ensure_addon(writer, dns_ips[0], opts.bind_address, cdns.port)
-    finally:
+    except OSError as e:  # e.g. an advertise address this machine does not hold
+        log.error("cluster DNS not started: cannot listen on %s: %s", opts.bind_address, e)
+        await cdns.stop()
         await writer.close()
-    return cdns
+        return _ClusterDNS(None, None, writer)
+    keeper = AddonKeeper(writer, dns_ips[0], opts.bind_address, cdns.port)
+    keeper.watch(cdns.addon_informers())
+    return _ClusterDNS(cdns, keeper, writer)
 
 
-class _Stopped:
+class _ClusterDNS:
+    def __init__(self, cdns: Any, keeper: Any, writer: Any) -> None:
+        self.cdns, self.keeper, self.writer = cdns, keeper, writer
+
     async def stop(self) -> None:
-        pass
+        if self.keeper is not None:
+            await self.keeper.stop()
+        if self.cdns is not None:
+            await self.cdns.stop()
+        await self.writer.close()
 
 
 def cluster_dns_ips(args: Any) -> list[str]:

@@ -144,6 +144,24 @@ def test_kube_dns_service_as_upstream(cluster: Cluster, dns_server: tuple[str, i
     assert eps["subsets"][0]["addresses"] == [{"ip": dns_server[0]}]
 
 
+def test_kube_dns_endpoints_are_kept(cluster: Cluster, dns_server: tuple[str, int]) -> None:
+    """As kube-apiserver keeps the kubernetes Service: a deleted or edited kube-dns comes back."""
+    def slice_port() -> Any:
+        r = cluster.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns", "-o",
+                            "jsonpath={.ports[0].port}", check=False)
+        return int(r.stdout) if r.returncode == 0 and r.stdout else None
+
+    cluster.kubectl("delete", "endpointslice", "-n", "kube-system", "kube-dns")
+    assert wait_for(lambda: slice_port() == dns_server[1], 5) < 2
+    patch = json.dumps({"ports": [{"name": "dns", "port": 1, "protocol": "UDP"}]})
+    cluster.kubectl("patch", "endpointslice", "-n", "kube-system", "kube-dns", "--type=merge", "-p", patch)
+    assert wait_for(lambda: slice_port() == dns_server[1], 5) < 2
+    cluster.kubectl("patch", "svc", "-n", "kube-system", "kube-dns", "--type=json", "-p",
+                    '[{"op": "remove", "path": "/spec/ports/1"}]')
+    assert wait_for(lambda: cluster.kubectl("get", "svc", "-n", "kube-system", "kube-dns", "-o",
+                                            "jsonpath={.spec.ports[*].name}").stdout == "dns dns-tcp", 5) < 2
+
+
 def test_dns_service_ip_is_taken(cluster: Cluster) -> None:
     r = cluster.kubectl("apply", "-f", "-", check=False, input=f"""
 apiVersion: v1

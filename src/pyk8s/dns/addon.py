@@ -14,6 +14,8 @@ runs beside the API server rather than in a pod.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import logging
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 from ..api.errors import StatusError
 from ..client import Client
 
-__all__ = ["cluster_dns_ips", "dns_service_ip", "ensure_addon", "ensure_identity", "addon_objects", "SERVICE_ACCOUNT_USER"]
+__all__ = ["AddonKeeper", "cluster_dns_ips", "dns_service_ip", "ensure_addon", "ensure_identity", "addon_objects", "SERVICE_ACCOUNT_USER"]
 
 log = logging.getLogger("pyk8s.dns")
 
@@ -125,3 +127,46 @@ async def _ensure(client: Client, objects: list[tuple[tuple[str, str, str], dict
                                                               **(obj["metadata"].get("labels") or {})}}}
         if obj != cur:
             await client.update(gvr, obj)
+
+
+class AddonKeeper:
+    """Puts the kube-dns Service and EndpointSlice back when someone changes or deletes them, as
+    kube-apiserver keeps the `kubernetes` Service: the DNS server's own informers say when."""
+
+    def __init__(self, client: Client, cluster_ip: str, address: str, port: int) -> None:
+        self.client = client
+        self.args = (cluster_ip, address, port)
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+
+    def watch(self, informers: list[Any]) -> None:
+        for inf in informers:
+            inf.add_handlers(None, lambda _old, new: self.poke(new), self.poke)
+
+    def poke(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        if meta.get("namespace") != NAMESPACE or SERVICE_NAME not in (
+                meta.get("name"), (meta.get("labels") or {}).get("kubernetes.io/service-name")):
+            return
+        self._again = True
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        backoff = 0.2
+        while self._again:
+            self._again = False
+            try:
+                await ensure_addon(self.client, *self.args)
+                backoff = 0.2
+            except Exception as e:  # the API may be going away; the next change pokes again
+                log.warning("cluster DNS: restoring kube-system/%s: %s", SERVICE_NAME, e)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                self._again = True
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..client import Client, InformerFactory
 from .catalog import Catalog
@@ -57,6 +58,10 @@ class ClusterDNS:
         self.zone = ClusterZone(self.catalog, options.cluster_domain, options.ttl, options.dns_ips)
         self.server = DNSServer(self.zone, Forwarder(upstreams, options.forward_timeout),
                                 options.bind_address, options.port)
+
+    def addon_informers(self) -> list[Any]:
+        """The Service and EndpointSlice informers (what the addon keeper follows)."""
+        return [self.informers.informer(SERVICES), self.informers.informer(ENDPOINTSLICES)]
 
     @property
     def port(self) -> int:
