@@ -173,7 +173,9 @@ async def start_cluster_dns(server: Any, args: Any) -> Any:
     dns_ips = cluster_dns_ips(args)
     opts = DNSOptions(bind_address=getattr(args, "dns_bind_address", None) or server.advertise_address,
                       port=getattr(args, "dns_port", 0) or 0,
-                      cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local", dns_ips=dns_ips)
+                      cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local", dns_ips=dns_ips,
+                      allow_networks=[getattr(args, "cluster_cidr", None) or "10.244.0.0/16",
+                                      *(getattr(args, "service_cluster_ip_range", None) or "10.96.0.0/12").split(",")])
     writer = component_client(server, "system:apiserver", ["system:masters"], "kube-apiserver/pyk8s")
     reader = component_client(server, SERVICE_ACCOUNT_USER, SERVICE_ACCOUNT_GROUPS, "coredns/pyk8s")
     cdns = ClusterDNS(reader, opts, owns_client=True)

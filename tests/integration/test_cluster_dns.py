@@ -27,7 +27,7 @@ import dns.rrset
 import pytest
 
 from tests.cluster import Cluster
-from tests.conftest import require_binary
+from tests.conftest import require, require_binary
 
 pytestmark = pytest.mark.xdist_group("cluster_dns")
 
@@ -175,6 +175,7 @@ spec: {{clusterIP: 10.96.0.10, ports: [{{port: 53}}]}}
 def test_reads_the_api_with_least_privilege(cluster: Cluster, dns_server: tuple[str, int]) -> None:
     sa = "system:serviceaccount:kube-system:coredns"
     for verb, res, want in (("watch", "endpointslices.discovery.k8s.io", "yes"), ("list", "services", "yes"),
+                            ("watch", "nodes", "yes"), ("get", "nodes", "no"), ("update", "nodes", "no"),
                             ("watch", "namespaces", "yes"), ("create", "services", "no"), ("get", "secrets", "no"),
                             ("update", "endpointslices.discovery.k8s.io", "no"), ("list", "secrets", "no")):
         r = cluster.kubectl("auth", "can-i", verb, res, "--as", sa, "-A", check=False)
@@ -440,6 +441,39 @@ def test_busybox_nslookup(cluster: Cluster, dns_server: tuple[str, int]) -> None
     assert r.returncode != 0 and "NXDOMAIN" in r.stdout
     r = nslookup(service_ip(cluster, "web"))
     assert f"name = web.{NS}.svc.{ZONE}" in r.stdout
+
+
+def test_strangers_are_refused(dns_server: tuple[str, int]) -> None:
+    """A client outside the cluster's networks (a LAN host: here a network namespace of ours with a
+    198.18/30 link to this machine) gets REFUSED for cluster names and outside names alike."""
+    busybox = require_binary("busybox")
+    require_binary("nsenter")
+    require("root", os.geteuid() == 0)
+    tag = os.urandom(3).hex()
+    ns, host_if, ns_if = f"dns-{tag}", f"dnsh{tag}", f"dnsn{tag}"
+    net = f"198.18.{random.randint(0, 255)}"
+
+    def ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+    try:
+        ip("netns", "add", ns)
+        ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", ns)
+        ip("addr", "add", f"{net}.1/30", "dev", host_if)
+        ip("link", "set", host_if, "up")
+        ip("-n", ns, "addr", "add", f"{net}.2/30", "dev", ns_if)
+        ip("-n", ns, "link", "set", ns_if, "up")
+        ip("-n", ns, "route", "add", "default", "via", f"{net}.1")
+        server = f"{dns_server[0]}:{dns_server[1]}"
+        for name in (f"web.{NS}.svc.{ZONE}", "example.com"):
+            r = subprocess.run(["nsenter", f"--net=/run/netns/{ns}", busybox, "nslookup", name, server],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode != 0 and "REFUSED" in r.stdout, (name, r.stdout, r.stderr)
+        # the machine itself is still answered
+        assert rcode(query(dns_server, f"web.{NS}.svc.{ZONE}", "A")) == "NOERROR"
+    finally:
+        subprocess.run(["ip", "link", "del", host_if], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 # ---- standalone, forwarding ----------------------------------------------------------

@@ -62,7 +62,9 @@ def addon_objects(cluster_ip: str, address: str, port: int) -> list[tuple[tuple[
             "rules": [{"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"],
                        "verbs": ["list", "watch"]},
                       {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
-                       "verbs": ["list", "watch"]}]}),
+                       "verbs": ["list", "watch"]},
+                      # beyond kubeadm's role: the Nodes' addresses are the clients it admits (acl.py)
+                      {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}]}),
         ((rbac, "v1", "clusterrolebindings"), {
             "apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "system:coredns"},
             "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "system:coredns"},

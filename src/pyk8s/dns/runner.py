@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..client import Client, InformerFactory
+from .acl import ClientACL
 from .catalog import Catalog
 from .forward import Forwarder, node_resolvers
 from .records import ClusterZone
@@ -26,6 +27,7 @@ log = logging.getLogger("pyk8s.dns")
 SERVICES = ("", "v1", "services")
 ENDPOINTSLICES = ("discovery.k8s.io", "v1", "endpointslices")
 NAMESPACES = ("", "v1", "namespaces")
+NODES = ("", "v1", "nodes")
 
 
 @dataclass
@@ -39,6 +41,8 @@ class DNSOptions:
     resolv_conf: str = "/etc/resolv.conf"
     forward_timeout: float = 2.0
     sync_timeout: float = 5.0
+    # only these networks, this machine's and the Nodes' addresses may ask (acl.py); None: anyone
+    allow_networks: list[str] | None = None
 
 
 class ClusterDNS:
@@ -56,8 +60,13 @@ class ClusterDNS:
         # never forward to ourselves (a node whose resolv.conf names this server would loop)
         upstreams = [u for u in upstreams if u != (options.bind_address, options.port) or not options.port]
         self.zone = ClusterZone(self.catalog, options.cluster_domain, options.ttl, options.dns_ips)
+        acl = None
+        if options.allow_networks is not None:
+            acl = ClientACL(options.allow_networks)
+            self.informers.informer(NODES).add_handlers(acl.set_node, lambda _old, new: acl.set_node(new),
+                                                        acl.delete_node)
         self.server = DNSServer(self.zone, Forwarder(upstreams, options.forward_timeout),
-                                options.bind_address, options.port)
+                                options.bind_address, options.port, acl=acl)
 
     def addon_informers(self) -> list[Any]:
         """The Service and EndpointSlice informers (what the addon keeper follows)."""

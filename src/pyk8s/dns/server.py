@@ -9,6 +9,7 @@ small answer or none:
 - an opcode other than QUERY: NOTIMP; a class other than IN, or AXFR/IXFR: REFUSED;
 - UDP answers never exceed 512 bytes, or the client's EDNS size (at most 4096): a bigger
   one is sent empty with TC set, and the client asks again over TCP;
+- a client the ACL (acl.py) turns away: REFUSED, and its TCP connection closed;
 - TCP: at most `max_tcp_connections` at once, each idle for `tcp_idle_timeout` seconds at
   most, a message whose 2-byte length promises more than arrives in time is dropped with its
   connection.
@@ -31,6 +32,7 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
+from .acl import ClientACL
 from .forward import Forwarder, Overloaded
 from .records import ClusterZone
 
@@ -45,8 +47,9 @@ MAX_CACHED_ANSWERS = 10_000
 
 class DNSServer:
     def __init__(self, zone: ClusterZone, forwarder: Forwarder, host: str = "127.0.0.1", port: int = 0,
-                 max_tcp_connections: int = 256, tcp_idle_timeout: float = 3.0) -> None:
+                 max_tcp_connections: int = 256, tcp_idle_timeout: float = 3.0, acl: ClientACL | None = None) -> None:
         self.zone = zone
+        self.acl = acl
         self.forwarder = forwarder
         self.host = host
         self.port = port
@@ -192,7 +195,22 @@ class DNSServer:
         if out is not None and self._udp is not None:
             self._udp.sendto(out, addr)
 
+    def refused(self, wire: bytes) -> bytes | None:
+        """REFUSED for a client the ACL turns away, its question echoed; malformed: dropped."""
+        if len(wire) < 12 or struct.unpack_from("!H", wire, 2)[0] & dns.flags.QR:
+            return None
+        try:
+            q = dns.message.from_wire(wire)
+        except Exception:
+            return None
+        return _reply(q, dns.rcode.REFUSED).to_wire(max_size=512)
+
     def datagram(self, data: bytes, addr: Any) -> None:
+        if self.acl is not None and not self.acl.allows(addr[0]):
+            out_refused = self.refused(data)
+            if out_refused is not None and self._udp is not None:
+                self._udp.sendto(out_refused, addr)
+            return
         try:
             out = self.handle(data, tcp=False)
         except Exception:  # a bug must not stop the listener; the client retries
@@ -208,6 +226,8 @@ class DNSServer:
             writer.close()
             return
         self._tcp_conns += 1
+        peer = writer.get_extra_info("peername")
+        allowed = self.acl is None or (peer is not None and self.acl.allows(peer[0]))
         try:
             while True:
                 try:
@@ -217,6 +237,12 @@ class DNSServer:
                         return
                     data = await asyncio.wait_for(reader.readexactly(n), self.tcp_idle_timeout)
                 except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
+                    return
+                if not allowed:
+                    refused = self.refused(data)
+                    if refused is not None:
+                        writer.write(struct.pack("!H", len(refused)) + refused)
+                        await writer.drain()
                     return
                 try:
                     out = self.handle(data, tcp=True)
