@@ -26,8 +26,9 @@ from typing import Any
 
 from .report import row
 
-SECONDS = float(os.environ.get("BENCH_DNS_SECONDS", "3"))
+SECONDS = float(os.environ.get("BENCH_DNS_SECONDS", "2"))
 WINDOW = 64
+ROUNDS = int(os.environ.get("BENCH_DNS_ROUNDS", "3"))
 
 
 def _client(host: str, port: int, name: str, seconds: float, mixed_case: bool) -> float:
@@ -144,16 +145,23 @@ def main() -> None:
                                        "--port", "0"], stdout=subprocess.PIPE, text=True)
         sport = _read_port(standalone, r"port (\d+) \(UDP")
         name = "svc7.default.svc.cluster.local"
-        anchor = _measure("127.0.0.1", echo_port, name)
+        nx = "svc7.default.svc.default.svc.cluster.local"
+        targets = {
+            "echo": ("127.0.0.1", echo_port, name, False), "standalone": ("127.0.0.1", sport, name, False),
+            "server": (addr, port, name, False), "server-nx": (addr, port, nx, False),
+            "echo-mixed": ("127.0.0.1", echo_port, name, True), "standalone-mixed": ("127.0.0.1", sport, name, True)}
+        # the machine is shared: rounds interleave every target, and each keeps its best round
+        best: dict[str, float] = {}
+        for _ in range(ROUNDS):
+            for key, (h, p, n, mixed) in targets.items():
+                best[key] = max(best.get(key, 0.0), _measure(h, p, n, mixed))
+        anchor, mixed_anchor = best["echo"], best["echo-mixed"]
         row("UDP echo (uvloop), the ceiling", anchor, "q/s")
-        row("pyk8s dns (own process), ClusterIP A", _measure("127.0.0.1", sport, name), "q/s", anchor, "echo")
-        row("pyk8s server's DNS, ClusterIP A", _measure(addr, port, name), "q/s", anchor, "echo")
-        row("pyk8s server's DNS, NXDOMAIN", _measure(addr, port, "svc7.default.svc.default.svc.cluster.local"),
-            "q/s", anchor, "echo")
-        mixed = _measure("127.0.0.1", echo_port, name, mixed_case=True)
-        row("UDP echo, every query spelled anew", mixed, "q/s")
-        row("pyk8s dns (own process), uncached answers", _measure("127.0.0.1", sport, name, mixed_case=True),
-            "q/s", mixed, "echo")
+        row("pyk8s dns (own process), ClusterIP A", best["standalone"], "q/s", anchor, "echo")
+        row("pyk8s server's DNS, ClusterIP A", best["server"], "q/s", anchor, "echo")
+        row("pyk8s server's DNS, NXDOMAIN", best["server-nx"], "q/s", anchor, "echo")
+        row("UDP echo, every query spelled anew", mixed_anchor, "q/s")
+        row("pyk8s dns (own process), uncached answers", best["standalone-mixed"], "q/s", mixed_anchor, "echo")
     finally:
         if standalone is not None:
             standalone.terminate()

@@ -26,6 +26,7 @@ class ClientACL:
         self.node_addresses: dict[str, set[str]] = {}  # node name -> its addresses
         self._node_ips: set[str] = set()
         self._local: dict[str, bool] = {}
+        self._decided: dict[str, bool] = {}
 
     # ---- Node informer handlers -------------------------------------------------------
     def set_node(self, obj: dict[str, Any]) -> None:
@@ -34,13 +35,24 @@ class ClientACL:
                  if a.get("type") in ("InternalIP", "ExternalIP")}
         self.node_addresses[name] = addrs
         self._node_ips = set().union(*self.node_addresses.values())
+        self._decided.clear()
 
     def delete_node(self, obj: dict[str, Any]) -> None:
         self.node_addresses.pop((obj.get("metadata") or {}).get("name", ""), None)
         self._node_ips = set().union(*self.node_addresses.values()) if self.node_addresses else set()
+        self._decided.clear()
 
     # ---- the check --------------------------------------------------------------------
     def allows(self, ip: str) -> bool:
+        """Decided once per source address until the Nodes change (the check is on every packet)."""
+        hit = self._decided.get(ip)
+        if hit is None:
+            if len(self._decided) > 4096:  # sources are attacker-chosen: stay bounded
+                self._decided.clear()
+            hit = self._decided[ip] = self._allows(ip)
+        return hit
+
+    def _allows(self, ip: str) -> bool:
         if ip in self._node_ips:
             return True
         try:
