@@ -165,7 +165,6 @@ async def start_cluster_dns(server: Any, args: Any) -> Any:
         SERVICE_ACCOUNT_GROUPS,
         SERVICE_ACCOUNT_USER,
         AddonKeeper,
-        ensure_addon,
         ensure_identity,
     )
     from .dns.runner import ClusterDNS, DNSOptions
@@ -182,7 +181,6 @@ async def start_cluster_dns(server: Any, args: Any) -> Any:
     try:
         await ensure_identity(writer)  # RBAC first: the reader needs it
         await cdns.start()
-        await ensure_addon(writer, dns_ips[0], opts.bind_address, cdns.port)
     except OSError as e:  # e.g. an advertise address this machine does not hold
         log.error("cluster DNS not started: cannot listen on %s: %s", opts.bind_address, e)
         await cdns.stop()
@@ -190,6 +188,7 @@ async def start_cluster_dns(server: Any, args: Any) -> Any:
         return _ClusterDNS(None, None, writer)
     keeper = AddonKeeper(writer, dns_ips[0], opts.bind_address, cdns.port)
     keeper.watch(cdns.addon_informers())
+    await keeper.start()  # publishes kube-dns now unless another API server's DNS holds the Lease
     return _ClusterDNS(cdns, keeper, writer)
 
 

@@ -162,6 +162,12 @@ def test_kube_dns_endpoints_are_kept(cluster: Cluster, dns_server: tuple[str, in
                                             "jsonpath={.spec.ports[*].name}").stdout == "dns dns-tcp", 5) < 2
 
 
+def test_one_publisher_per_cluster(cluster: Cluster, dns_server: tuple[str, int]) -> None:
+    """Several API servers each run a DNS; the holder of Lease kube-system/pyk8s-cluster-dns publishes."""
+    lease = json.loads(cluster.kubectl("get", "lease", "-n", "kube-system", "pyk8s-cluster-dns", "-o", "json").stdout)
+    assert lease["spec"]["holderIdentity"] == f"{socket.gethostname()}_{dns_server[0]}"
+
+
 def test_dns_service_ip_is_taken(cluster: Cluster) -> None:
     r = cluster.kubectl("apply", "-f", "-", check=False, input=f"""
 apiVersion: v1

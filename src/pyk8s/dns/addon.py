@@ -18,10 +18,12 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import socket
 from typing import Any
 
 from ..api.errors import StatusError
 from ..client import Client
+from ..client.leaderelection import LeaderElector
 
 __all__ = ["AddonKeeper", "cluster_dns_ips", "dns_service_ip", "ensure_addon", "ensure_identity", "addon_objects", "SERVICE_ACCOUNT_USER"]
 
@@ -33,6 +35,7 @@ SERVICE_ACCOUNT = "coredns"
 SERVICE_ACCOUNT_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
 SERVICE_ACCOUNT_GROUPS = ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}"]
 MANAGED_BY = "cluster-dns.pyk8s.io"
+LEASE_NAME = "pyk8s-cluster-dns"
 LABELS = {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"}
 
 
@@ -132,14 +135,44 @@ async def _ensure(client: Client, objects: list[tuple[tuple[str, str, str], dict
 
 
 class AddonKeeper:
-    """Puts the kube-dns Service and EndpointSlice back when someone changes or deletes them, as
-    kube-apiserver keeps the `kubernetes` Service: the DNS server's own informers say when."""
+    """Publishes the kube-dns Service and EndpointSlice with this server's address, and puts them
+    back when someone changes or deletes them, as kube-apiserver keeps the `kubernetes` Service
+    (the DNS server's own informers say when).
+
+    With several API servers (each running its DNS), only the holder of Lease
+    `kube-system/pyk8s-cluster-dns` publishes, so that no two keepers undo each other's writes; when
+    it goes, another takes over within the lease's 15 s."""
 
     def __init__(self, client: Client, cluster_ip: str, address: str, port: int) -> None:
         self.client = client
         self.args = (cluster_ip, address, port)
+        # one identity per machine and address: a restarted server takes its own Lease back at once
+        self.elector = LeaderElector(client, LEASE_NAME, NAMESPACE, identity=f"{socket.gethostname()}_{address}")
+        self.leading = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._elect: asyncio.Task[None] | None = None
         self._again = False
+
+    async def start(self, wait: float = 1.0) -> None:
+        """Stand for the Lease; wait a moment to publish at once when nobody else holds it."""
+        self._elect = asyncio.get_running_loop().create_task(self._campaign())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.leading.wait(), wait)
+        if self._task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), 5.0)
+
+    async def _campaign(self) -> None:
+        while True:
+            await self.elector.run(self._lead)
+
+    async def _lead(self) -> None:
+        self.leading.set()
+        self._schedule()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.leading.clear()
 
     def watch(self, informers: list[Any]) -> None:
         for inf in informers:
@@ -150,25 +183,33 @@ class AddonKeeper:
         if meta.get("namespace") != NAMESPACE or SERVICE_NAME not in (
                 meta.get("name"), (meta.get("labels") or {}).get("kubernetes.io/service-name")):
             return
+        if self.leading.is_set():
+            self._schedule()
+
+    def _schedule(self) -> None:
         self._again = True
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
         backoff = 0.2
-        while self._again:
+        while self._again and self.leading.is_set():
             self._again = False
             try:
                 await ensure_addon(self.client, *self.args)
                 backoff = 0.2
             except Exception as e:  # the API may be going away; the next change pokes again
-                log.warning("cluster DNS: restoring kube-system/%s: %s", SERVICE_NAME, e)
+                log.warning("cluster DNS: publishing kube-system/%s: %s", SERVICE_NAME, e)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 self._again = True
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        was_leading = self.leading.is_set()
+        for t in (self._elect, self._task):
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+        if was_leading:  # another API server's DNS takes over at once
+            await self.elector.release()
