@@ -139,7 +139,11 @@ def main() -> None:
         items = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"svc{i}", "namespace": "default"},
                   "spec": {"ports": [{"name": "http", "port": 80}]}} for i in range(200)]
         c.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-        es = json.loads(c.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns", "-o", "json").stdout)
+        deadline = time.monotonic() + 30  # the server's DNS comes up in the background
+        while (r := c.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns", "-o", "json",
+                              check=False)).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        es = json.loads(r.stdout)
         addr, port = es["endpoints"][0]["addresses"][0], es["ports"][0]["port"]
         standalone = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "dns", "--kubeconfig", c.kubeconfig,
                                        "--port", "0"], stdout=subprocess.PIPE, text=True)

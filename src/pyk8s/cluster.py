@@ -146,7 +146,9 @@ async def start_components(server: Any, args: Any) -> list[Any]:
             await s.start()
             started.append(s)
     if "dns" not in disabled:
-        started.append(await start_cluster_dns(server, args))
+        from .dns.embedded import EmbeddedDNS
+
+        started.append(EmbeddedDNS(server, args, component_client))  # comes up in the background
     if not getattr(args, "disable_agent", False):
         try:
             from .kubelet.agent import start_local_agent
@@ -156,56 +158,3 @@ async def start_components(server: Any, args: Any) -> list[Any]:
             started.append(await start_local_agent(server, args, component_client))
     return started
 
-
-async def start_cluster_dns(server: Any, args: Any) -> Any:
-    """Cluster DNS on the server's loop, listening on the advertise address (any free port),
-    published as kube-system/kube-dns (docs/dns.md). The addon objects are written as the API
-    server itself; the DNS server reads as ServiceAccount kube-system/coredns."""
-    from .dns.addon import (
-        SERVICE_ACCOUNT_GROUPS,
-        SERVICE_ACCOUNT_USER,
-        AddonKeeper,
-        ensure_identity,
-    )
-    from .dns.runner import ClusterDNS, DNSOptions
-
-    dns_ips = cluster_dns_ips(args)
-    opts = DNSOptions(bind_address=getattr(args, "dns_bind_address", None) or server.advertise_address,
-                      port=getattr(args, "dns_port", 0) or 0,
-                      cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local", dns_ips=dns_ips,
-                      allow_networks=[getattr(args, "cluster_cidr", None) or "10.244.0.0/16",
-                                      *(getattr(args, "service_cluster_ip_range", None) or "10.96.0.0/12").split(",")])
-    writer = component_client(server, "system:apiserver", ["system:masters"], "kube-apiserver/pyk8s")
-    reader = component_client(server, SERVICE_ACCOUNT_USER, SERVICE_ACCOUNT_GROUPS, "coredns/pyk8s")
-    cdns = ClusterDNS(reader, opts, owns_client=True)
-    try:
-        await ensure_identity(writer)  # RBAC first: the reader needs it
-        await cdns.start()
-    except OSError as e:  # e.g. an advertise address this machine does not hold
-        log.error("cluster DNS not started: cannot listen on %s: %s", opts.bind_address, e)
-        await cdns.stop()
-        await writer.close()
-        return _ClusterDNS(None, None, writer)
-    keeper = AddonKeeper(writer, dns_ips[0], opts.bind_address, cdns.port)
-    keeper.watch(cdns.addon_informers())
-    await keeper.start()  # publishes kube-dns now unless another API server's DNS holds the Lease
-    return _ClusterDNS(cdns, keeper, writer)
-
-
-class _ClusterDNS:
-    def __init__(self, cdns: Any, keeper: Any, writer: Any) -> None:
-        self.cdns, self.keeper, self.writer = cdns, keeper, writer
-
-    async def stop(self) -> None:
-        if self.keeper is not None:
-            await self.keeper.stop()
-        if self.cdns is not None:
-            await self.cdns.stop()
-        await self.writer.close()
-
-
-def cluster_dns_ips(args: Any) -> list[str]:
-    """--cluster-dns, else the tenth address of --service-cluster-ip-range (kubeadm's convention)."""
-    from .dns.addon import cluster_dns_ips as ips
-
-    return ips(getattr(args, "cluster_dns", None), getattr(args, "service_cluster_ip_range", None))

@@ -25,6 +25,8 @@ def _pod(name: str, node: str, script: str, **spec: object) -> dict:
 def test_pods_on_other_nodes_resolve(tmp_path) -> None:
     netns_requirements()
     with NetnsCluster(tmp_path, nodes=2) as nc:
+        nc.wait(lambda: nc.cluster.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns",
+                                           check=False).returncode == 0, 10, "kube-dns published")
         es = json.loads(nc.cluster.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns", "-o",
                                            "json").stdout)
         addr = es["endpoints"][0]["addresses"][0]

@@ -28,6 +28,8 @@ def env(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def dns_addr(env: Env) -> str:
+    env.wait(lambda: env.cluster.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns",
+                                         check=False).returncode == 0, 10, "kube-dns published")
     es = json.loads(env.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns", "-o", "json"))
     return f"{es['endpoints'][0]['addresses'][0]}:{es['ports'][0]['port']}"
 

@@ -61,13 +61,13 @@ def add_parser(sub: Any) -> None:
 
 async def _main(args: Any) -> int:
     from ..client import Client
-    from ..cluster import cluster_dns_ips
+    from ..dns.addon import cluster_dns_ips
     from ..dns.runner import ClusterDNS, DNSOptions
 
     try:
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="coredns/pyk8s")
         opts = DNSOptions(bind_address=args.bind_address, port=args.port, cluster_domain=args.cluster_domain,
-                          dns_ips=cluster_dns_ips(args), resolv_conf=args.resolv_conf,
+                          dns_ips=cluster_dns_ips(args.cluster_dns, None), resolv_conf=args.resolv_conf,
                           upstreams=[_upstream(u) for u in args.upstream] or None)
     except (OSError, ValueError) as e:
         print(f"pyk8s dns: {e}", file=sys.stderr)
