@@ -129,6 +129,7 @@ def _read_port(p: subprocess.Popen[str], pattern: str) -> int:
 def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from tests.cluster import Cluster
+    from tests.dns_helper import kube_dns_endpoint
 
     echo = subprocess.Popen([sys.executable, "-m", "bench.network_dns", "--echo"], stdout=subprocess.PIPE, text=True)
     d = tempfile.mkdtemp(prefix="bench-dns-")
@@ -139,12 +140,7 @@ def main() -> None:
         items = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"svc{i}", "namespace": "default"},
                   "spec": {"ports": [{"name": "http", "port": 80}]}} for i in range(200)]
         c.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-        deadline = time.monotonic() + 30  # the server's DNS comes up in the background
-        while (r := c.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns", "-o", "json",
-                              check=False)).returncode != 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        es = json.loads(r.stdout)
-        addr, port = es["endpoints"][0]["addresses"][0], es["ports"][0]["port"]
+        addr, port = kube_dns_endpoint(c, 30)
         standalone = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "dns", "--kubeconfig", c.kubeconfig,
                                        "--port", "0"], stdout=subprocess.PIPE, text=True)
         sport = _read_port(standalone, r"port (\d+) \(UDP")

@@ -6,10 +6,9 @@ kube-dns's EndpointSlice names. (Through 10.96.0.10:53 itself is the service pro
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from tests.dns_helper import HEADLESS_DB, kube_dns_endpoint
 from tests.e2e.netns_cluster import NetnsCluster, netns_requirements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("cluster-dns-netns"), pytest.mark.timeout(240)]
@@ -25,22 +24,10 @@ def _pod(name: str, node: str, script: str, **spec: object) -> dict:
 def test_pods_on_other_nodes_resolve(tmp_path) -> None:
     netns_requirements()
     with NetnsCluster(tmp_path, nodes=2) as nc:
-        nc.wait(lambda: nc.cluster.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns",
-                                           check=False).returncode == 0, 10, "kube-dns published")
-        es = json.loads(nc.cluster.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns", "-o",
-                                           "json").stdout)
-        addr = es["endpoints"][0]["addresses"][0]
+        addr, port = kube_dns_endpoint(nc.cluster)
         assert addr == nc.host_ip  # the advertise address, on the link every node reaches
-        server = f"{addr}:{es['ports'][0]['port']}"
-        nc.cluster.kubectl("apply", "-f", "-", input="""
-apiVersion: v1
-kind: Service
-metadata: {name: db}
-spec:
-  clusterIP: None
-  selector: {app: db}
-  ports: [{name: pg, port: 5432}]
-""")
+        server = f"{addr}:{port}"
+        nc.cluster.kubectl("apply", "-f", "-", input=HEADLESS_DB)
         nc.create(_pod("db0", nc.node_names[1], "sleep 3600", hostname="db-0", subdomain="db", labels={"app": "db"}))
         nc.create(_pod("client", nc.node_names[0], "sleep 3600"))
         ip = nc.wait_running("db0", 60)["status"]["podIP"]

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from tests.dns_helper import HEADLESS_DB, kube_dns_endpoint
 from tests.e2e.kubelet_harness import Env, busybox_pod, requirements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(180)]
@@ -28,10 +29,8 @@ def env(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def dns_addr(env: Env) -> str:
-    env.wait(lambda: env.cluster.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns",
-                                         check=False).returncode == 0, 10, "kube-dns published")
-    es = json.loads(env.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns", "-o", "json"))
-    return f"{es['endpoints'][0]['addresses'][0]}:{es['ports'][0]['port']}"
+    addr, port = kube_dns_endpoint(env.cluster)
+    return f"{addr}:{port}"
 
 
 def test_names_resolve_from_a_pod(env: Env, dns_addr: str) -> None:
@@ -43,14 +42,7 @@ spec:
   selector: {app: web}
   ports: [{name: http, port: 80}]
 ---
-apiVersion: v1
-kind: Service
-metadata: {name: db}
-spec:
-  clusterIP: None
-  selector: {app: db}
-  ports: [{name: pg, port: 5432}]
-""")
+""" + HEADLESS_DB)
     # a StatefulSet-shaped pod: hostname + subdomain under a headless Service
     db0 = env.create(busybox_pod("db0", "sleep 3600", hostname="db-0", subdomain="db", labels={"app": "db"}))
     db0 = env.wait_running("db0", 60)

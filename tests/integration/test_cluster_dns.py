@@ -28,6 +28,7 @@ import pytest
 
 from tests.cluster import Cluster
 from tests.conftest import require, require_binary
+from tests.dns_helper import kube_dns_endpoint
 
 pytestmark = pytest.mark.xdist_group("cluster_dns")
 
@@ -81,12 +82,7 @@ spec: {{type: ExternalName, externalName: web.{NS}.svc.{ZONE}}}
 def dns_server(cluster: Cluster) -> tuple[str, int]:
     """Where kube-dns's EndpointSlice says the server listens; the test objects created."""
     cluster.kubectl("apply", "-f", "-", input=OBJECTS)
-    es = json.loads(wait_for_value(lambda: cluster.kubectl("get", "endpointslice", "-n", "kube-system", "kube-dns",
-                                                           "-o", "json", check=False).stdout))
-    addr = es["endpoints"][0]["addresses"][0]
-    ports = {p["protocol"]: p["port"] for p in es["ports"]}
-    assert ports["UDP"] == ports["TCP"]
-    server = (addr, ports["UDP"])
+    server = kube_dns_endpoint(cluster)
     wait_for(lambda: rcode(query(server, f"alias.{NS}.svc.{ZONE}", "A")) == "NOERROR")
     return server
 
@@ -113,17 +109,6 @@ def wait_for(cond: Any, timeout: float = 10.0) -> float:
             return time.monotonic() - start
         time.sleep(0.02)
     raise AssertionError("condition not met in time")
-
-
-def wait_for_value(fn: Any, timeout: float = 10.0) -> Any:
-    """The first truthy value of fn() (the server's DNS comes up in the background after the API)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("no value in time")
 
 
 def service_ip(cluster: Cluster, name: str, ns: str = NS) -> str:

@@ -90,16 +90,6 @@ async def _main(args: Any) -> int:
 
 
 def run(args: Any) -> int:
-    from .. import klog
+    from .main import _run
 
-    klog.setup(args.v)
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        return asyncio.run(_main(args))
-    except KeyboardInterrupt:
-        return 0
+    return _run(_main(args), args.v)
