@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +54,11 @@ class EmbeddedDNS:
             return
         except Exception:
             log.exception("cluster DNS not started")
+            return
+        if ipaddress.ip_address(self.options.bind_address).is_loopback:
+            # EndpointSlices refuse loopback addresses, and pods could not reach one anyway
+            log.warning("cluster DNS listens on %s port %d, which pods cannot reach: not published as "
+                        "kube-system/kube-dns (--dns-bind-address)", self.options.bind_address, self.dns.port)
             return
         self.keeper = AddonKeeper(self.writer, self.options.dns_ips[0], self.options.bind_address, self.dns.port)
         self.keeper.watch(self.dns.addon_informers())
