@@ -113,6 +113,11 @@ class Catalog:
         self.slices.setdefault((meta.get("namespace", ""), svc), {})[meta.get("name", "")] = slice_endpoints(obj)
         self._changed()
 
+    def replace_slice(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """An update: the slice may have moved to another Service (its service-name label)."""
+        self.delete_slice(old)
+        self.set_slice(new)
+
     def delete_slice(self, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = (meta.get("namespace", ""), (meta.get("labels") or {}).get(SERVICE_NAME_LABEL) or "")

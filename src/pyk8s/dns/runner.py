@@ -52,10 +52,12 @@ class ClusterDNS:
         self.owns_client = owns_client
         self.catalog = Catalog()
         self.informers = InformerFactory(client)
-        for gvr, on_set, on_delete in ((SERVICES, self.catalog.set_service, self.catalog.delete_service),
-                                       (ENDPOINTSLICES, self.catalog.set_slice, self.catalog.delete_slice),
-                                       (NAMESPACES, self.catalog.set_namespace, self.catalog.delete_namespace)):
-            self.informers.informer(gvr).add_handlers(on_set, lambda _old, new, f=on_set: f(new), on_delete)
+        c = self.catalog
+        self.informers.informer(SERVICES).add_handlers(c.set_service, lambda _old, new: c.set_service(new),
+                                                       c.delete_service)
+        self.informers.informer(ENDPOINTSLICES).add_handlers(c.set_slice, c.replace_slice, c.delete_slice)
+        self.informers.informer(NAMESPACES).add_handlers(c.set_namespace, lambda _old, new: c.set_namespace(new),
+                                                         c.delete_namespace)
         upstreams = options.upstreams if options.upstreams is not None else node_resolvers(options.resolv_conf)
         # never forward to ourselves (a node whose resolv.conf names this server would loop)
         upstreams = [u for u in upstreams if u != (options.bind_address, options.port) or not options.port]
