@@ -163,6 +163,10 @@ async def start_components(server: Any, args: Any) -> list[Any]:
             started.append(s)
     if not getattr(args, "disable_agent", False) and "network-policy" not in disabled:
         started += await start_network_policy(server)
+    if "dns" not in disabled:
+        from .dns.embedded import EmbeddedDNS
+
+        started.append(EmbeddedDNS(server, args, component_client))  # comes up in the background
     if not getattr(args, "disable_agent", False):
         try:
             from .kubelet.agent import start_local_agent

@@ -107,10 +107,13 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager, ingress, network-policy (repeatable)")
+                   help="components not to run: scheduler, controller-manager, ingress, network-policy, dns (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
+    from .dns_cmd import add_server_flags
+
+    add_server_flags(p)
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
@@ -152,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import netpol_cmd
 
     netpol_cmd.add_parser(sub)
+    from . import dns_cmd
+
+    dns_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -168,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         return agent_cmd.run(args)
     if args.command == "datastore":
         return datastore_cmd.run(args)
+    if args.command == "dns":
+        return dns_cmd.run(args)
     if args.command == "sim":
         return sim_cmd.run(args)
     if args.command == "scheduler":
