@@ -27,6 +27,7 @@ def _points(prof):
         "postFilter": [p.name for p in prof.post_filter],
         "preScore": [p.name for p in prof.pre_score],
         "score": [(p.name, w) for p, w in prof.score],
+        "reserve": [p.name for p in prof.reserve],
         "bind": [p.name for p in prof.bind],
     }
 
@@ -38,8 +39,9 @@ def test_default_profile_matches_v133_defaults():
     assert pts["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeBinding",
                                 "PodTopologySpread", "InterPodAffinity"]
     assert pts["filter"] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                             "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
+                             "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity"]
     assert pts["postFilter"] == ["DefaultPreemption"]
+    assert pts["reserve"] == ["VolumeBinding"]
     assert pts["score"] == [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
                             ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1),
                             ("ImageLocality", 1)]
