@@ -181,3 +181,41 @@ def test_wait_for_first_consumer_binds_a_static_pv_on_the_pods_node(env, tmp_pat
     env.wait_log("consumer", "c", lambda ls: "UP" in ls, 40)
     assert env.pod("consumer")["spec"]["nodeName"] == env.node
     env.delete_pod("consumer", 0)
+
+
+def test_statefulset_ordinals_keep_their_own_pre_provisioned_volumes(env, tmp_path):
+    # The claims volumeClaimTemplates would make, provisioned ahead (the provisioner is the
+    # control plane's half): each ordinal must find its own data again after scale 3 -> 1 -> 3.
+    for i in range(3):
+        d = tmp_path / f"sts{i}"
+        d.mkdir()
+        _pv(env, f"pv-sts{i}", str(d), env.node, "sts-e2e", claim=f"www-web-{i}")
+        _pvc(env, f"www-web-{i}", "sts-e2e", f"pv-sts{i}")
+        _bind(env, f"www-web-{i}", f"pv-sts{i}")
+    script = ('[ -f /www/owner ] || echo "$HOSTNAME" > /www/owner; echo "OWNER=$(cat /www/owner)"; '
+              "echo started >> /www/starts; sleep 3600")
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+           "spec": {"replicas": 3, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [container("c", script, volumeMounts=[{"name": "www", "mountPath": "/www"}])]}},
+                    "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {
+                        "accessModes": ["ReadWriteOnce"], "storageClassName": "sts-e2e",
+                        "resources": {"requests": {"storage": "1Gi"}}}}]}}
+    env.api("POST", "/apis/apps/v1/namespaces/default/statefulsets", sts)
+    try:
+        for i in range(3):
+            env.wait_log(f"web-{i}", "c", lambda ls, i=i: f"OWNER=web-{i}" in ls, 60)
+        scale = "/apis/apps/v1/namespaces/default/statefulsets/web"
+        env.api("PATCH", scale, {"spec": {"replicas": 1}}, MERGE)
+        env.wait_gone("web-2")
+        env.wait_gone("web-1")
+        env.api("PATCH", scale, {"spec": {"replicas": 3}}, MERGE)
+        for i in range(3):
+            env.wait_log(f"web-{i}", "c", lambda ls, i=i: f"OWNER=web-{i}" in ls, 60)
+        for i in (1, 2):  # started twice on its own volume
+            assert open(tmp_path / f"sts{i}" / "starts").read().count("started") == 2
+    finally:
+        env.api("DELETE", "/apis/apps/v1/namespaces/default/statefulsets/web")
+        for i in range(3):
+            env.delete_pod(f"web-{i}", 0)
