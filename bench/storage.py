@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import sys
-import tempfile
 import time
 from typing import Any
 
+from .one_node import one_node, runc_skip_reason
 from .report import percentile, row
 
 N = int(os.environ.get("BENCH_STORAGE_PODS", "100"))
@@ -149,27 +147,12 @@ async def run(env: Any, base: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pyk8s.kubelet.runtime.choose import runc_unusable_reason
-
-    reason = runc_unusable_reason()
+    reason = runc_skip_reason()
     if reason:
         print(f"  skipped: runc cannot run pods here ({reason})")
         return
-    from tests.e2e.kubelet_harness import Env
-
-    base = tempfile.mkdtemp(prefix="pyk8s-bench-storage-")
-    env = Env(base, ["--max-pods", str(max(110, N + 10))])
-    r: dict[str, Any] = {}
-    try:
-        env.start()
-        r = asyncio.run(run(env, base))
-    finally:
-        env.stop()
-        with open("/proc/self/mountinfo") as f:
-            mounted = any(line.split()[4].startswith(base + "/") for line in f)
-        if not mounted:  # never delete through a mount
-            shutil.rmtree(base, ignore_errors=True)
+    with one_node("pyk8s-bench-storage-", ["--max-pods", str(max(110, N + 10))]) as env:
+        r = asyncio.run(run(env, env.base))
     kind = "dynamic local-path claims" if r["dynamic"] else "pre-bound local-path PVs (no provisioner in this cluster)"
     print(f"  ({N} busybox pods created at once on one node, each writing to its volume; {os.cpu_count()} cores; "
           f"claims: {kind})")
