@@ -9,16 +9,14 @@ from __future__ import annotations
 import os
 import stat
 import uuid
-from typing import Any
 
 import pytest
 
 from tests.e2e.kubelet_harness import Env, busybox_pod, container, requirements
+from tests.e2e.pv_helpers import MERGE, bind, claim_vol, make_pv, make_pvc, scheduling_message
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(150)]
 
-MERGE = {"Content-Type": "application/merge-patch+json"}
-PVCS = "/api/v1/namespaces/default/persistentvolumeclaims"
 
 
 @pytest.fixture(scope="module")
@@ -32,59 +30,15 @@ def env(tmp_path_factory):
         e.stop()
 
 
-def _affinity(node: str) -> dict[str, Any]:
-    return {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
-
-
-def _pv(env: Env, name: str, path: str, node: str, cls: str, claim: str | None = None, local_path: bool = False,
-        kind: str = "local") -> None:
-    spec: dict[str, Any] = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": cls,
-                            "persistentVolumeReclaimPolicy": "Delete", "nodeAffinity": _affinity(node)}
-    spec[kind] = {"path": path} if kind == "local" else {"path": path, "type": "DirectoryOrCreate"}
-    if claim:
-        spec["claimRef"] = {"namespace": "default", "name": claim}
-    md: dict[str, Any] = {"name": name}
-    if local_path:
-        md["annotations"] = {"pv.kubernetes.io/provisioned-by": "pyk8s.io/local-path"}
-    env.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": md, "spec": spec})
-
-
-def _pvc(env: Env, name: str, cls: str, volume: str = "") -> None:
-    env.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
-                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": cls, "volumeName": volume,
-                         "resources": {"requests": {"storage": "1Gi"}}}})
-
-
-def _bind(env: Env, claim: str, pv: str) -> None:
-    """What the PV controller would do: both sides point at each other, both Bound."""
-    env.api("PATCH", f"/api/v1/persistentvolumes/{pv}", {"spec": {"claimRef": {"namespace": "default", "name": claim}}},
-            MERGE)
-    env.api("PATCH", f"/api/v1/persistentvolumes/{pv}/status", {"status": {"phase": "Bound"}}, MERGE)
-    env.api("PATCH", f"{PVCS}/{claim}", {"metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
-                                         "spec": {"volumeName": pv}}, MERGE)
-    env.api("PATCH", f"{PVCS}/{claim}/status", {"status": {"phase": "Bound"}}, MERGE)
-
-
-def _claim_vol(claim: str, read_only: bool = False) -> list[dict[str, Any]]:
-    return [{"name": "d", "persistentVolumeClaim": {"claimName": claim, "readOnly": read_only}}]
-
-
-def _scheduling_message(env: Env, pod: str) -> str:
-    def msg() -> str | None:
-        return next((e["message"] for e in env.events(pod) if e["reason"] == "FailedScheduling"), None)
-    return str(env.wait(msg, 20, f"FailedScheduling of {pod}"))
-
-
 def test_local_path_volume_fs_group_subpath_and_data_across_pods(env, tmp_path):
     path = str(tmp_path / "local-path" / "pvc-1234_default_data")
-    _pv(env, "pv-data", path, env.node, "lp-e2e", claim="data", local_path=True)
-    _pvc(env, "data", "lp-e2e", "pv-data")
-    _bind(env, "data", "pv-data")
+    make_pv(env, "pv-data", path, env.node, "lp-e2e", claim="data", local_path=True)
+    make_pvc(env, "data", "lp-e2e", "pv-data")
+    bind(env, "data", "pv-data")
     env.create(busybox_pod("writer", "", securityContext={"fsGroup": 2345, "runAsUser": 1000},
                            containers=[container("c", "echo kept > /data/file && echo WROTE; sleep 3600",
                                                  volumeMounts=[{"name": "d", "mountPath": "/data", "subPath": "sub"}])],
-                           volumes=_claim_vol("data")))
+                           volumes=claim_vol("data")))
     env.wait_log("writer", "c", lambda ls: "WROTE" in ls, 40)
     assert env.pod("writer")["spec"]["nodeName"] == env.node  # scheduled through VolumeBinding
     st = os.stat(path)
@@ -103,7 +57,7 @@ def test_local_path_volume_fs_group_subpath_and_data_across_pods(env, tmp_path):
         "c", "cat /data/file; echo x > /data/other 2>/dev/null || echo READONLY; sleep 3600",
         env=[{"name": "SUB", "value": "sub"}],
         volumeMounts=[{"name": "d", "mountPath": "/data", "subPathExpr": "$(SUB)"}])],
-        volumes=_claim_vol("data", read_only=True)))
+        volumes=claim_vol("data", read_only=True)))
     lines = env.wait_log("reader", "c", lambda ls: "READONLY" in ls, 40)
     assert "kept" in lines
     assert not os.path.exists(os.path.join(path, "sub", "other"))
@@ -111,8 +65,8 @@ def test_local_path_volume_fs_group_subpath_and_data_across_pods(env, tmp_path):
 
 
 def test_unbound_claim_waits_in_container_creating_then_starts(env, tmp_path):
-    _pvc(env, "late", "manual-e2e")
-    env.create(busybox_pod("waiter", "echo STARTED; sleep 3600", nodeName=env.node, volumes=_claim_vol("late")))
+    make_pvc(env, "late", "manual-e2e")
+    env.create(busybox_pod("waiter", "echo STARTED; sleep 3600", nodeName=env.node, volumes=claim_vol("late")))
 
     def failed_mount() -> str | None:
         return next((e["message"] for e in env.events("waiter") if e["reason"] == "FailedMount"), None)
@@ -121,8 +75,8 @@ def test_unbound_claim_waits_in_container_creating_then_starts(env, tmp_path):
                    "failed to process volumes=[d]: error processing PVC default/late: PVC is not bound"), msg
     p = env.pod("waiter")
     assert p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
-    _pv(env, "pv-late", str(tmp_path / "late"), env.node, "manual-e2e", claim="late", kind="hostPath")
-    _bind(env, "late", "pv-late")
+    make_pv(env, "pv-late", str(tmp_path / "late"), env.node, "manual-e2e", claim="late", kind="hostPath")
+    bind(env, "late", "pv-late")
     env.wait_log("waiter", "c", lambda ls: "STARTED" in ls, 40)
     env.delete_pod("waiter", 0)
 
@@ -139,22 +93,22 @@ def test_scheduler_volume_node_affinity_and_cordon(env, tmp_path):
     try:
         d = tmp_path / "aff"
         d.mkdir()
-        _pv(env, "pv-aff", str(d), env.node, "aff-e2e", claim="aff")
-        _pvc(env, "aff", "aff-e2e", "pv-aff")
-        _bind(env, "aff", "pv-aff")
+        make_pv(env, "pv-aff", str(d), env.node, "aff-e2e", claim="aff")
+        make_pvc(env, "aff", "aff-e2e", "pv-aff")
+        bind(env, "aff", "pv-aff")
         for i in range(3):  # never the ghost node, whatever the spread scores say
-            env.create(busybox_pod(f"aff{i}", "sleep 3600", volumes=_claim_vol("aff")))
+            env.create(busybox_pod(f"aff{i}", "sleep 3600", volumes=claim_vol("aff")))
         for i in range(3):
             assert env.wait_running(f"aff{i}", 40)["spec"]["nodeName"] == env.node
         env.kubectl("cordon", env.node)
-        env.create(busybox_pod("aff-cordoned", "sleep 3600", volumes=_claim_vol("aff")))
-        msg = _scheduling_message(env, "aff-cordoned")
+        env.create(busybox_pod("aff-cordoned", "sleep 3600", volumes=claim_vol("aff")))
+        msg = scheduling_message(env, "aff-cordoned")
         assert msg.startswith("0/2 nodes are available: 1 node(s) had volume node affinity conflict, "
                               "1 node(s) were unschedulable."), msg
         # Immediate (no class) unbound claims keep the pod out entirely
-        _pvc(env, "imm", "")
-        env.create(busybox_pod("imm-pod", "sleep 3600", volumes=_claim_vol("imm")))
-        msg = _scheduling_message(env, "imm-pod")
+        make_pvc(env, "imm", "")
+        env.create(busybox_pod("imm-pod", "sleep 3600", volumes=claim_vol("imm")))
+        msg = scheduling_message(env, "imm-pod")
         assert msg.startswith("0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."), msg
     finally:
         env.kubectl("uncordon", env.node)
@@ -169,15 +123,15 @@ def test_wait_for_first_consumer_binds_a_static_pv_on_the_pods_node(env, tmp_pat
                 "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"})
     d = tmp_path / "wffc"
     d.mkdir()
-    _pv(env, "pv-wffc", str(d), env.node, "wffc-e2e")
+    make_pv(env, "pv-wffc", str(d), env.node, "wffc-e2e")
     env.api("PATCH", "/api/v1/persistentvolumes/pv-wffc/status", {"status": {"phase": "Available"}}, MERGE)
-    _pvc(env, "wffc", "wffc-e2e")
-    env.create(busybox_pod("consumer", "echo UP; sleep 3600", volumes=_claim_vol("wffc")))
+    make_pvc(env, "wffc", "wffc-e2e")
+    env.create(busybox_pod("consumer", "echo UP; sleep 3600", volumes=claim_vol("wffc")))
     # The scheduler reserves the PV for the claim and waits for the binding (the PV controller's job).
     ref = env.wait(lambda: (env.get("/api/v1/persistentvolumes/pv-wffc")["spec"].get("claimRef")), 20, "claimRef")
     assert ref["name"] == "wffc" and ref["namespace"] == "default" and ref["uid"]
     assert not env.pod("consumer")["spec"].get("nodeName")  # not bound before its volumes are
-    _bind(env, "wffc", "pv-wffc")
+    bind(env, "wffc", "pv-wffc")
     env.wait_log("consumer", "c", lambda ls: "UP" in ls, 40)
     assert env.pod("consumer")["spec"]["nodeName"] == env.node
     env.delete_pod("consumer", 0)
@@ -189,9 +143,9 @@ def test_statefulset_ordinals_keep_their_own_pre_provisioned_volumes(env, tmp_pa
     for i in range(3):
         d = tmp_path / f"sts{i}"
         d.mkdir()
-        _pv(env, f"pv-sts{i}", str(d), env.node, "sts-e2e", claim=f"www-web-{i}")
-        _pvc(env, f"www-web-{i}", "sts-e2e", f"pv-sts{i}")
-        _bind(env, f"www-web-{i}", f"pv-sts{i}")
+        make_pv(env, f"pv-sts{i}", str(d), env.node, "sts-e2e", claim=f"www-web-{i}")
+        make_pvc(env, f"www-web-{i}", "sts-e2e", f"pv-sts{i}")
+        bind(env, f"www-web-{i}", f"pv-sts{i}")
     script = ('[ -f /www/owner ] || echo "$HOSTNAME" > /www/owner; echo "OWNER=$(cat /www/owner)"; '
               "echo started >> /www/starts; sleep 3600")
     sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
