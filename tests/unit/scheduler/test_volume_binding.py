@@ -210,8 +210,12 @@ def test_reserve_refuses_when_the_only_pv_is_assumed_by_another_pod():
     prof = _world(NODES, [_pvc("data"), _pvc("data2")], [_pv("only", "n1")])
     st, _ = _reserve(prof, pod("p1", volumes=VOL), "n1")
     assert st.is_success()
-    st2, _ = _reserve(prof, pod("p2", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data2"}}]), "n1")
+    p2 = pod("p2", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data2"}}])
+    st2, _ = _reserve(prof, p2, "n1")
     assert st2.reasons == (ERR_BIND_CONFLICT,)
+    # and the filter already sees the PV as taken: no node has one for the second pod
+    out, _, _ = run_filter(prof, p2)
+    assert out["n1"].reasons == (ERR_BIND_CONFLICT,)
 
 
 def test_filter_mask_is_per_row_vectorised():

@@ -218,7 +218,9 @@ class VolumeBinding(Plugin):
                 continue
             if pvs_cache is None:
                 pvs_cache = list(pv_list())
-            cands = sorted((pv for pv in pvs_cache if pv_matches_claim(pv, pvc)),
+            # PVs another pod reserved (their claimRef not written yet) are taken, as upstream's assume cache
+            cands = sorted((pv for pv in pvs_cache if self.assumed_pvs.get(_md(pv).get("name", ""), pod.key) == pod.key
+                            and pv_matches_claim(pv, pvc)),
                            key=lambda pv: _bytes(((pv.get("spec") or {}).get("capacity") or {}).get("storage")))
             provision: np.ndarray | None = None
             prov = str(sc.get("provisioner") or "")
