@@ -479,3 +479,100 @@ def test_seed_003_section_6_examples_as_written(api, ns, cluster):
         assert rows["claim1"][1:3] == ["Pending", "fast"], rows
     finally:
         cluster.kubectl("delete", "sc", "slow", "fast")
+
+
+def test_provisioner_ignores_what_is_not_its_own(api, ns, cluster):
+    """A user's annotations cannot make the local-path provisioner act outside its classes and volumes."""
+    st = k8s.StorageV1Api(api)
+    other = uniq("foreign")
+    st.create_storage_class({"metadata": {"name": other}, "provisioner": "example.com/other",
+                             "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": True})
+    node = uniq("lpnode")
+    _node(api, node)
+    try:
+        # the provisioner's own annotation on a claim of another provisioner's class
+        core(api).create_namespaced_persistent_volume_claim(ns, {**pvc("spoof", "1Gi", other), "metadata": {
+            "name": "spoof", "annotations": {"volume.kubernetes.io/storage-provisioner": "pyk8s.io/local-path",
+                                             "volume.kubernetes.io/selected-node": node}}})
+        wait_for(lambda: any(r == "ExternalProvisioning" for _, r, _ in events(api, ns, "spoof")), what="handed over")
+        uid = claim(api, ns, "spoof").metadata.uid
+        assert claim(api, ns, "spoof").metadata.annotations["volume.kubernetes.io/storage-provisioner"] \
+            == "example.com/other"
+        time.sleep(0.5)
+        assert gone(lambda: volume(api, f"pvc-{uid}"))
+        # a node that does not exist
+        core(api).create_namespaced_persistent_volume_claim(ns, {**pvc("nowhere", "1Gi", "local-path"), "metadata": {
+            "name": "nowhere", "annotations": {"volume.kubernetes.io/selected-node": "no-such-node"}}})
+        wait_for(lambda: ("Warning", "ProvisioningFailed",
+                          'failed to provision volume with StorageClass "local-path": nodes "no-such-node" not found')
+                 in events(api, ns, "nowhere"), what="ProvisioningFailed")
+        # a static volume of the local-path class, bound by name, is not the resizer's to grow
+        static = uniq("static")
+        core(api).create_persistent_volume(pv(static, "1Gi", "local-path"))
+        core(api).create_namespaced_persistent_volume_claim(ns, pvc("pinned", "1Gi", "local-path", volumeName=static))
+        bound(api, ns, "pinned")
+        core(api).patch_namespaced_persistent_volume_claim("pinned", ns, {"spec": {"resources": {"requests": {
+            "storage": "2Gi"}}}})
+        wait_for(lambda: claim(api, ns, "pinned").metadata.annotations.get("volume.kubernetes.io/storage-resizer"),
+                 what="handed to the resizer")
+        time.sleep(0.5)
+        assert volume(api, static).spec.capacity == {"storage": "1Gi"}
+        assert claim(api, ns, "pinned").status.capacity == {"storage": "1Gi"}
+    finally:
+        st.delete_storage_class(other)
+
+
+def test_immediate_class_provisions_on_a_ready_node(api, ns, cluster):
+    node = uniq("ready")
+    _node(api, node)
+    core(api).patch_node_status(node, {"status": {"conditions": [{
+        "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready",
+        "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+    # the only Ready node of this server (the others these tests make have no status), so the one chosen
+    cls = uniq("now")
+    k8s.StorageV1Api(api).create_storage_class({"metadata": {"name": cls}, "provisioner": "pyk8s.io/local-path",
+                                                "volumeBindingMode": "Immediate", "reclaimPolicy": "Retain",
+                                                "parameters": {"nodePath": "/data/lp", "volumeType": "local"}})
+    try:
+        core(api).create_namespaced_persistent_volume_claim(ns, pvc("now", "2Gi", cls))
+        c = bound(api, ns, "now")
+        v = volume(api, c.spec.volume_name)
+        assert v.spec.local.path == f"/data/lp/{c.spec.volume_name}_{ns}_now" and v.spec.host_path is None
+        assert v.spec.node_affinity.required.node_selector_terms[0].match_expressions[0].values == [node]
+        assert v.spec.persistent_volume_reclaim_policy == "Retain"
+        core(api).delete_namespaced_persistent_volume_claim("now", ns)
+        wait_for(lambda: volume(api, c.spec.volume_name).status.phase == "Released", what="Released, retained")
+    finally:
+        k8s.StorageV1Api(api).delete_storage_class(cls)
+
+
+def test_disable_local_storage_and_the_storage_admission_plugins(tmp_path):
+    """`--disable local-storage`: no class, no provisioner; a classless claim gets a default made later.
+    With the admission plug-ins off, no class and no finalizers are added."""
+    from tests.cluster import Cluster
+
+    c = Cluster(str(tmp_path / "a"), extra_args=["--disable", "local-storage"]).start()
+    try:
+        with c.api_client() as a:
+            st = k8s.StorageV1Api(a)
+            assert [s.metadata.name for s in st.list_storage_class().items] == []
+            core(a).create_namespaced_persistent_volume_claim("default", pvc("early", "1Gi", None))
+            assert claim(a, "default", "early").spec.storage_class_name is None
+            st.create_storage_class({"metadata": {"name": "later", "annotations": {
+                "storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "example.com/x"})
+            wait_for(lambda: claim(a, "default", "early").spec.storage_class_name == "later",
+                     what="retroactive default class")
+            assert c.kubectl("get", "sc", "--no-headers").stdout.split()[:2] == ["later", "(default)"]
+    finally:
+        c.stop()
+    c = Cluster(str(tmp_path / "b"), extra_args=[
+        "--disable-admission-plugins=DefaultStorageClass,StorageObjectInUseProtection"]).start()
+    try:
+        with c.api_client() as a:
+            core(a).create_namespaced_persistent_volume_claim("default", pvc("bare", "1Gi", None))
+            got = claim(a, "default", "bare")
+            assert got.metadata.finalizers is None
+            core(a).create_persistent_volume(pv("bare-pv", "1Gi", "x"))
+            assert volume(a, "bare-pv").metadata.finalizers is None
+    finally:
+        c.stop()

@@ -210,8 +210,8 @@ class ProvisionController(ClaimVolumeController):
         if not _larger(want, (status.get("capacity") or {}).get("storage")):
             return
         pv = self.volumes.get((claim.get("spec") or {}).get("volumeName") or "")
-        if pv is None:
-            return
+        if pv is None or (pv["metadata"].get("annotations") or {}).get(ANN_PROVISIONED_BY) != self.driver.name:
+            return  # only volumes this driver made (a static PV of the class is not ours to grow)
         now = now_rfc3339()
         new = copy.deepcopy(claim)
         st = new.setdefault("status", {})
