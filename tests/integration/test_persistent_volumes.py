@@ -130,6 +130,16 @@ def test_claim_binds_the_smallest_volume_that_fits_class_modes_and_selector(api,
     assert volume(api, names["s10"]).status.phase == "Available"
 
 
+def test_waiting_claim_binds_a_volume_created_later(api, ns):
+    cls = uniq("later")
+    core(api).create_namespaced_persistent_volume_claim(ns, pvc("early", "1Gi", cls))
+    wait_for(lambda: any(r == "ProvisioningFailed" for _, r, _ in events(api, ns, "early")), what="no class yet")
+    assert claim(api, ns, "early").status.phase == "Pending"
+    name = uniq("arrives")
+    core(api).create_persistent_volume(pv(name, "2Gi", cls))
+    assert bound(api, ns, "early").spec.volume_name == name
+
+
 def test_claim_without_class_and_no_volume_reports_failed_binding(api, ns):
     core(api).create_namespaced_persistent_volume_claim(ns, pvc("lonely", "100Ti", ""))
     wait_for(lambda: ("Normal", "FailedBinding",

@@ -110,6 +110,9 @@ class PersistentVolumeController(ClaimVolumeController):
     # ---- events -------------------------------------------------------------------------------
     def _volume_changed(self, pv: Obj) -> None:
         self.queue.add("v/" + pv["metadata"]["name"])
+        if (pv.get("status") or {}).get("phase") == "Available" and not (pv.get("spec") or {}).get("claimRef"):
+            # a volume free to take: waiting claims look again at once (upstream waits for its 15 s resync)
+            self._unbound_claims()
 
     def _volume_deleted(self, pv: Obj) -> None:
         # the claim bound to it becomes Lost; a claim that named it stays Pending
