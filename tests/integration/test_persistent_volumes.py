@@ -307,16 +307,43 @@ def test_wait_for_first_consumer_then_local_path_provisioning(api, ns, cluster):
     assert (term.key, term.operator, term.values) == ("kubernetes.io/hostname", "In", [node])
     assert v.spec.capacity == {"storage": "1Gi"} and v.spec.persistent_volume_reclaim_policy == "Delete"
     assert v.spec.storage_class_name == "local-path"
+    assert "storage.pyk8s.io/local-path-cleanup" in v.metadata.finalizers
     reasons = [r for _, r, _ in events(api, ns, "wffc")]
     assert "ExternalProvisioning" in reasons and "ProvisioningSucceeded" in reasons
     assert ("Normal", "ProvisioningSucceeded", f"Successfully provisioned volume pvc-{uid}") in events(api, ns, "wffc")
     # Delete reclaim on a real node: the PV waits for the node to remove the directory
     core(api).delete_namespaced_persistent_volume_claim("wffc", ns)
     v = wait_for(lambda: (x := volume(api, f"pvc-{uid}")).metadata.deletion_timestamp and x, what="PV deleting")
-    assert v.metadata.finalizers == ["storage.pyk8s.io/local-path-cleanup"]
+    assert "storage.pyk8s.io/local-path-cleanup" in v.metadata.finalizers
     # the node reports the directory gone by removing its finalizer
     core(api).patch_persistent_volume(f"pvc-{uid}", {"metadata": {"finalizers": None}})
     wait_for(lambda: gone(lambda: volume(api, f"pvc-{uid}")), what="PV gone")
+
+
+def test_local_path_volume_deleted_before_its_claim_or_retained(api, ns, cluster):
+    """As upstream's HonorPVReclaimPolicy: a Delete PV removed while Bound still gets its data freed once
+    released; a PV switched to Retain loses the clean-up finalizer, so deleting it wipes nothing."""
+    node = uniq("lpnode")
+    _node(api, node)
+    for name in ("first", "kept"):
+        core(api).create_namespaced_persistent_volume_claim(ns, {**pvc(name, "1Gi", "local-path"), "metadata": {
+            "name": name, "annotations": {"volume.kubernetes.io/selected-node": node}}})
+    first, kept = bound(api, ns, "first").spec.volume_name, bound(api, ns, "kept").spec.volume_name
+    core(api).delete_persistent_volume(first)
+    time.sleep(0.5)
+    v = volume(api, first)
+    assert v.status.phase == "Bound" and "storage.pyk8s.io/local-path-cleanup" in v.metadata.finalizers
+    core(api).delete_namespaced_persistent_volume_claim("first", ns)
+    v = wait_for(lambda: (x := volume(api, first)).status.phase == "Released" and x, what="Released")
+    time.sleep(0.5)
+    assert volume(api, first).metadata.finalizers == ["storage.pyk8s.io/local-path-cleanup"]  # the node's turn
+    core(api).patch_persistent_volume(kept, {"spec": {"persistentVolumeReclaimPolicy": "Retain"}})
+    wait_for(lambda: "storage.pyk8s.io/local-path-cleanup" not in (volume(api, kept).metadata.finalizers or []),
+             what="clean-up finalizer dropped on Retain")
+    core(api).delete_namespaced_persistent_volume_claim("kept", ns)
+    wait_for(lambda: volume(api, kept).status.phase == "Released", what="retained volume Released")
+    time.sleep(0.5)
+    assert volume(api, kept).metadata.deletion_timestamp is None
 
 
 def test_local_path_on_a_simulated_node_and_expansion(api, ns, cluster):

@@ -7,9 +7,11 @@ side does no disk work; the contract with the node (docs/storage.md):
 - root: the Node's `storage.pyk8s.io/local-path-root` annotation (the kubelet sets it), else the
   class parameter `nodePath`, else /var/lib/pyk8s/storage;
 - create: the kubelet makes the directory when it mounts the volume (DirectoryOrCreate);
-- delete: the PV gets the finalizer `storage.pyk8s.io/local-path-cleanup` and is deleted; the
-  node's kubelet removes the directory, then the finalizer. A simulated node (no disk) or a Node
-  that no longer exists gets no finalizer: there is nothing left to remove;
+- delete: a PV of policy Delete carries the finalizer `storage.pyk8s.io/local-path-cleanup` from its
+  creation (as upstream's external-provisioner finalizer, so a PV deleted before its claim still gets
+  its data removed). Once the PV is deleted and not Bound, the node's kubelet removes the directory,
+  then the finalizer. A simulated node (no disk) gets no finalizer; for a Node that no longer exists,
+  or a PV turned to Retain, the provisioner removes it;
 - expand: a directory has no size of its own, so growing is the PV's capacity only, with no
   file-system step on the node.
 """
@@ -56,7 +58,9 @@ class LocalPathDriver:
             source: dict[str, Any] = {"local": {"path": path}}
         else:
             source = {"hostPath": {"path": path, "type": "DirectoryOrCreate"}}
-        return CreatedVolume(capacity=req.capacity, source=source, node_affinity=affinity)
+        simulated = (md.get("labels") or {}).get(SIM_LABEL) == "true"
+        return CreatedVolume(capacity=req.capacity, source=source, node_affinity=affinity,
+                             finalizers=[] if simulated else [CLEANUP_FINALIZER])
 
     def _node_of(self, pv: dict[str, Any]) -> dict[str, Any] | None:
         terms = ((((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {})
@@ -71,11 +75,9 @@ class LocalPathDriver:
                             return n
         return None
 
-    async def delete_volume(self, pv: dict[str, Any]) -> list[str]:
-        node = self._node_of(pv)
-        if node is None or ((node.get("metadata") or {}).get("labels") or {}).get(SIM_LABEL) == "true":
-            return []
-        return [CLEANUP_FINALIZER]
+    async def delete_volume(self, pv: dict[str, Any]) -> bool:
+        # the node's kubelet removes the directory, then the finalizer; a Node that is gone has nothing left
+        return self._node_of(pv) is None
 
     async def controller_expand_volume(self, pv: dict[str, Any], capacity: str) -> tuple[str, bool]:
         return capacity, False

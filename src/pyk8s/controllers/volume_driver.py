@@ -28,6 +28,8 @@ class CreatedVolume:
     source: dict[str, Any]  # the PersistentVolumeSource: {"hostPath": {...}} or {"local": {...}}
     node_affinity: dict[str, Any] | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    # finalizers the PV carries when its storage is freed elsewhere (on the node) after the PV is deleted
+    finalizers: list[str] = field(default_factory=list)
 
 
 class VolumeDriver(Protocol):
@@ -35,9 +37,9 @@ class VolumeDriver(Protocol):
 
     async def create_volume(self, req: CreateVolumeRequest) -> CreatedVolume: ...
 
-    async def delete_volume(self, pv: dict[str, Any]) -> list[str]:
-        """Free the volume's storage; the finalizers to put on the PV before deleting it when the freeing
-        finishes elsewhere (on the node), which whoever frees it removes."""
+    async def delete_volume(self, pv: dict[str, Any]) -> bool:
+        """Free the volume's storage: True when it is free now, False when whoever frees it (the node)
+        removes the driver's finalizers from the deleted PV once it is."""
         ...
 
     async def controller_expand_volume(self, pv: dict[str, Any], capacity: str) -> tuple[str, bool]:

@@ -28,7 +28,7 @@ from ..api.errors import StatusError
 from ..api.quantity import QuantityError, parse_quantity
 from ..api.timefmt import now_rfc3339
 from .base import GVRS
-from .localpath import PROVISIONER, LocalPathDriver
+from .localpath import CLEANUP_FINALIZER, PROVISIONER, LocalPathDriver
 from .persistentvolume import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_PROVISIONED_BY,
@@ -80,6 +80,8 @@ class ProvisionController(ClaimVolumeController):
 
     name = "volume-provisioner"
     component = "volume-provisioner"
+
+    driver_finalizers: tuple[str, ...] = ()  # what the driver's CreatedVolume may put on its PVs
 
     def make_driver(self) -> VolumeDriver:
         raise NotImplementedError
@@ -174,6 +176,8 @@ class ProvisionController(ClaimVolumeController):
             pv["spec"]["mountOptions"] = list(sc["mountOptions"])
         if vol.node_affinity is not None:
             pv["spec"]["nodeAffinity"] = vol.node_affinity
+        if vol.finalizers and pv["spec"]["persistentVolumeReclaimPolicy"] == "Delete":
+            pv["metadata"]["finalizers"] = list(vol.finalizers)
         try:
             await self.client.create(GVRS["persistentvolumes"], pv)
         except StatusError as e:
@@ -184,24 +188,45 @@ class ProvisionController(ClaimVolumeController):
         self.recorder.event(claim, "Normal", "ProvisioningSucceeded", f"Successfully provisioned volume {pv_name}")
 
     # ---- deletion -----------------------------------------------------------------------------
+    def _driver_finalizers(self, pv: Obj) -> list[str]:
+        return [f for f in pv["metadata"].get("finalizers") or () if f in self.driver_finalizers]
+
+    async def _drop_finalizers(self, pv: Obj) -> None:
+        new = copy.deepcopy(pv)
+        mine = set(self._driver_finalizers(pv))
+        new["metadata"]["finalizers"] = [f for f in pv["metadata"].get("finalizers") or () if f not in mine]
+        try:
+            await self.client.update(GVRS["persistentvolumes"], new)
+        except StatusError as e:
+            if e.code != 404:
+                raise
+
     async def _sync_volume(self, pv: Obj) -> None:
         md = pv["metadata"]
         spec = pv.get("spec") or {}
-        if md.get("deletionTimestamp") or (pv.get("status") or {}).get("phase") != "Released":
+        phase = (pv.get("status") or {}).get("phase")
+        policy = spec.get("persistentVolumeReclaimPolicy")
+        if policy != "Delete":
+            if self._driver_finalizers(pv):
+                await self._drop_finalizers(pv)  # retained: nobody may wipe it
             return
-        if spec.get("persistentVolumeReclaimPolicy") != "Delete":
+        if md.get("deletionTimestamp"):
+            # deleted (by us, or by a user before its claim): free it once nothing is bound to it
+            if phase != "Bound" and self._driver_finalizers(pv) and await self._delete_storage(pv):
+                await self._drop_finalizers(pv)
             return
+        if phase != "Released":
+            return
+        if await self._delete_storage(pv) and self._driver_finalizers(pv):
+            await self._drop_finalizers(pv)
+        await self.client.delete_ignore_missing(GVRS["persistentvolumes"], md["name"])
+
+    async def _delete_storage(self, pv: Obj) -> bool:
         try:
-            finalizers = await self.driver.delete_volume(pv)
+            return await self.driver.delete_volume(pv)
         except Exception as e:
             self.recorder.event(pv, "Warning", "VolumeFailedDelete", str(e))
             raise
-        if finalizers:
-            new = copy.deepcopy(pv)
-            have = new["metadata"].setdefault("finalizers", [])
-            have.extend(f for f in finalizers if f not in have)
-            await self.client.update(GVRS["persistentvolumes"], new)
-        await self.client.delete_ignore_missing(GVRS["persistentvolumes"], md["name"])
 
     # ---- expansion ----------------------------------------------------------------------------
     async def _resize(self, claim: Obj) -> None:
@@ -247,6 +272,8 @@ class ProvisionController(ClaimVolumeController):
 class LocalPathProvisioner(ProvisionController):
     name = "local-path-provisioner"
     component = PROVISIONER
+
+    driver_finalizers = (CLEANUP_FINALIZER,)
 
     def make_driver(self) -> VolumeDriver:
         return LocalPathDriver(self.nodes)
