@@ -613,3 +613,21 @@ def test_disable_local_storage_and_the_storage_admission_plugins(tmp_path):
             assert volume(a, "bare-pv").metadata.finalizers is None
     finally:
         c.stop()
+
+
+def test_controller_manager_process_runs_the_storage_controllers(tmp_path):
+    """`--controller-manager-process`: the binder and the local-path provisioner run in the child process."""
+    from tests.cluster import Cluster
+
+    c = Cluster(str(tmp_path / "cm"), extra_args=["--controller-manager-process"]).start()
+    try:
+        with c.api_client() as a:
+            sc = wait_for(lambda: [s for s in k8s.StorageV1Api(a).list_storage_class().items
+                                   if s.metadata.name == "local-path"], what="local-path class")
+            assert sc[0].provisioner == "pyk8s.io/local-path"
+            _node(a, "cm-node", {"node.pyk8s.io/simulated": "true"})
+            core(a).create_namespaced_persistent_volume_claim("default", {**pvc("p", "1Gi", None), "metadata": {
+                "name": "p", "annotations": {"volume.kubernetes.io/selected-node": "cm-node"}}})
+            assert bound(a, "default", "p").spec.volume_name.startswith("pvc-")
+    finally:
+        c.stop()
