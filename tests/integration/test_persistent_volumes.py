@@ -344,6 +344,14 @@ def test_local_path_volume_deleted_before_its_claim_or_retained(api, ns, cluster
     wait_for(lambda: volume(api, kept).status.phase == "Released", what="retained volume Released")
     time.sleep(0.5)
     assert volume(api, kept).metadata.deletion_timestamp is None
+    # a Node that is gone has no directory left to remove: the volume goes without waiting for it
+    core(api).create_namespaced_persistent_volume_claim(ns, {**pvc("orphan", "1Gi", "local-path"), "metadata": {
+        "name": "orphan", "annotations": {"volume.kubernetes.io/selected-node": node}}})
+    orphan = bound(api, ns, "orphan").spec.volume_name
+    core(api).delete_node(node)
+    core(api).delete_namespaced_persistent_volume_claim("orphan", ns)
+    wait_for(lambda: gone(lambda: volume(api, orphan)), what="volume of a deleted node gone")
+    wait_for(lambda: gone(lambda: volume(api, first)), what="a volume waiting for the deleted node gone")
 
 
 def test_local_path_on_a_simulated_node_and_expansion(api, ns, cluster):

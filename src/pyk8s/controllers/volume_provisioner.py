@@ -94,6 +94,13 @@ class ProvisionController(ClaimVolumeController):
         self.driver = self.make_driver()
         self.claims.add_handlers(on_add=self._claim, on_update=lambda o, n: self._claim(n))
         self.volumes.add_handlers(on_add=self._volume, on_update=lambda o, n: self._volume(n))
+        self.nodes.add_handlers(on_delete=self._node_deleted)
+
+    def _node_deleted(self, node: Obj) -> None:
+        # volumes waiting for that node to free them have nobody left to do it
+        for pv in self.volumes.list():
+            if pv["metadata"].get("deletionTimestamp"):
+                self._volume(pv)
 
     def _claim(self, claim: Obj) -> None:
         md = claim["metadata"]
