@@ -93,6 +93,7 @@ class ClaimVolumeController(Controller):
 
 class PersistentVolumeController(ClaimVolumeController):
     name = "persistentvolume-binder"
+    workers = 1  # as upstream's one claim worker: two would pick the same Available volume and conflict
     component = "persistentvolume-controller"
 
     def setup(self) -> None:
