@@ -146,6 +146,16 @@ def test_claim_without_class_and_no_volume_reports_failed_binding(api, ns):
                       "no persistent volumes available for this claim and no storage class is set")
              in events(api, ns, "lonely"), what="FailedBinding event")
     assert claim(api, ns, "lonely").status.phase == "Pending"
+    # a class without provisioning (static local volumes' usual class)
+    cls = uniq("static")
+    k8s.StorageV1Api(api).create_storage_class({"metadata": {"name": cls}, "provisioner": "kubernetes.io/no-provisioner"})
+    try:
+        core(api).create_namespaced_persistent_volume_claim(ns, pvc("static", "1Gi", cls))
+        wait_for(lambda: ("Warning", "ProvisioningFailed", "no volume plugin matched name: kubernetes.io/no-provisioner")
+                 in events(api, ns, "static"), what="ProvisioningFailed")
+        assert "volume.kubernetes.io/storage-provisioner" not in (claim(api, ns, "static").metadata.annotations or {})
+    finally:
+        k8s.StorageV1Api(api).delete_storage_class(cls)
 
 
 def test_prebinding_from_the_volume_and_from_the_claim(api, ns):
@@ -510,14 +520,16 @@ def test_seed_003_section_6_examples_as_written(api, ns, cluster):
         core(api).create_persistent_volume(pv(match, "10Gi", "slow", labels={"release": "stable", "environment": "dev"}))
         cluster.kubectl("apply", "-n", ns, "-f", "-", input=SEED_PVC)
         assert bound(api, ns, "myclaim").spec.volume_name == match
-        # claim1 of class fast: no volume, so it waits for the class's provisioner
+        # claim1 of class fast: no volume, so it waits for the class's provisioner, the in-tree GCE PD
+        # plug-in's CSI driver since CSI migration
         cluster.kubectl("apply", "-n", ns, "-f", "-", input=SEED_CLAIM1)
-        msg = ("Waiting for a volume to be created either by the external provisioner 'kubernetes.io/gce-pd' or "
+        msg = ("Waiting for a volume to be created either by the external provisioner 'pd.csi.storage.gke.io' or "
                "manually by the system administrator. If volume creation is delayed, please verify that the "
                "provisioner is running and correctly registered.")
         wait_for(lambda: ("Normal", "ExternalProvisioning", msg) in events(api, ns, "claim1"), what="ExternalProvisioning")
-        c = claim(api, ns, "claim1")
-        assert c.metadata.annotations["volume.kubernetes.io/storage-provisioner"] == "kubernetes.io/gce-pd"
+        ann = claim(api, ns, "claim1").metadata.annotations
+        assert ann["volume.kubernetes.io/storage-provisioner"] == "pd.csi.storage.gke.io"
+        assert ann["pv.kubernetes.io/migrated-to"] == "pd.csi.storage.gke.io"
         out = cluster.kubectl("get", "pvc", "-n", ns, "--no-headers").stdout
         rows = {ln.split()[0]: ln.split() for ln in out.splitlines()}
         assert rows["myclaim"][1:6] == ["Bound", match, "10Gi", "RWO", "slow"], rows

@@ -45,6 +45,17 @@ ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ANN_MIGRATED_TO = "pv.kubernetes.io/migrated-to"
+# in-tree provisioner -> the CSI driver that serves it since CSI migration went GA (csi-translation-lib)
+CSI_MIGRATED = {
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/azure-file": "file.csi.azure.com",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
+    "kubernetes.io/portworx-volume": "pxd.portworx.com",
+}
 DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
                              "storageclass.beta.kubernetes.io/is-default-class")
 
@@ -221,19 +232,29 @@ class PersistentVolumeController(ClaimVolumeController):
         await self._claim_status(claim, "Pending", None)
 
     async def _provision(self, claim: Obj, cls: str) -> None:
-        """provisionClaim: every provisioner is external here; the claim is annotated for it."""
+        """provisionClaim: every provisioner is external here (upstream's in-tree ones are CSI drivers now);
+        the claim is annotated for it."""
         sc = self._class(cls)
         if sc is None:
             self.recorder.event(claim, "Warning", "ProvisioningFailed", f'storageclass.storage.k8s.io "{cls}" not found')
             await self._claim_status(claim, "Pending", None)
             return
         provisioner = sc.get("provisioner", "")
+        migrated = CSI_MIGRATED.get(provisioner)
+        if migrated is not None:
+            provisioner = migrated  # in-tree cloud plug-ins are served by their CSI drivers (CSIMigration, GA)
+        elif provisioner.startswith("kubernetes.io/"):
+            # an in-tree name with no plug-in left (kubernetes.io/no-provisioner among them)
+            self.recorder.event(claim, "Warning", "ProvisioningFailed", f"no volume plugin matched name: {provisioner}")
+            await self._claim_status(claim, "Pending", None)
+            return
         ann = claim["metadata"].get("annotations") or {}
-        if ann.get(ANN_STORAGE_PROVISIONER) != provisioner or ann.get(ANN_BETA_STORAGE_PROVISIONER) != provisioner:
+        want = {ANN_STORAGE_PROVISIONER: provisioner, ANN_BETA_STORAGE_PROVISIONER: provisioner}
+        if migrated is not None:
+            want[ANN_MIGRATED_TO] = migrated
+        if any(ann.get(k) != v for k, v in want.items()):
             new = copy.deepcopy(claim)
-            a = new["metadata"].setdefault("annotations", {})
-            a[ANN_STORAGE_PROVISIONER] = provisioner
-            a[ANN_BETA_STORAGE_PROVISIONER] = provisioner
+            new["metadata"].setdefault("annotations", {}).update(want)
             claim = await self._update_claim(new)
         self.recorder.event(claim, "Normal", "ExternalProvisioning",
                             f"Waiting for a volume to be created either by the external provisioner '{provisioner}' "
