@@ -613,12 +613,17 @@ def test_disable_local_storage_and_the_storage_admission_plugins(tmp_path):
         with c.api_client() as a:
             st = k8s.StorageV1Api(a)
             assert [s.metadata.name for s in st.list_storage_class().items] == []
+            # a classless claim binds a classless volume; only one that found none gets a default later
+            core(a).create_persistent_volume(pv("classless", "1Gi", ""))
+            core(a).create_namespaced_persistent_volume_claim("default", pvc("matched", "1Gi", None))
+            assert bound(a, "default", "matched").spec.volume_name == "classless"
             core(a).create_namespaced_persistent_volume_claim("default", pvc("early", "1Gi", None))
             assert claim(a, "default", "early").spec.storage_class_name is None
             st.create_storage_class({"metadata": {"name": "later", "annotations": {
                 "storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "example.com/x"})
             wait_for(lambda: claim(a, "default", "early").spec.storage_class_name == "later",
                      what="retroactive default class")
+            assert claim(a, "default", "matched").spec.storage_class_name is None
             assert c.kubectl("get", "sc", "--no-headers").stdout.split()[:2] == ["later", "(default)"]
     finally:
         c.stop()
@@ -626,11 +631,14 @@ def test_disable_local_storage_and_the_storage_admission_plugins(tmp_path):
         "--disable-admission-plugins=DefaultStorageClass,StorageObjectInUseProtection"]).start()
     try:
         with c.api_client() as a:
-            core(a).create_namespaced_persistent_volume_claim("default", pvc("bare", "1Gi", None))
-            got = claim(a, "default", "bare")
-            assert got.metadata.finalizers is None
-            core(a).create_persistent_volume(pv("bare-pv", "1Gi", "x"))
+            core(a).create_persistent_volume(pv("bare-pv", "1Gi", ""))
             assert volume(a, "bare-pv").metadata.finalizers is None
+            wait_for(lambda: volume(a, "bare-pv").status.phase == "Available", what="Available")
+            core(a).create_namespaced_persistent_volume_claim("default", pvc("bare", "1Gi", None))
+            assert claim(a, "default", "bare").metadata.finalizers is None
+            # no class given and a classless volume fits: it binds, and the default class is not forced on it
+            got = bound(a, "default", "bare")
+            assert got.spec.volume_name == "bare-pv" and got.spec.storage_class_name is None
     finally:
         c.stop()
 

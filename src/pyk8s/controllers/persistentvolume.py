@@ -171,12 +171,12 @@ class PersistentVolumeController(ClaimVolumeController):
         spec = claim.get("spec") or {}
         name = spec.get("volumeName") or ""
         if not name:
-            if await self._assign_default_class(claim):
-                return
             delay = self._delay_binding(claim)
             pv = find_matching_volume(claim, self.volumes.list(), delay)
             if pv is None:
-                await self._no_match(claim, delay)
+                # as upstream, only a claim that found no volume is given the default class
+                if not await self._assign_default_class(claim):
+                    await self._no_match(claim, delay)
                 return
             await self._bind(pv, claim)
             return
