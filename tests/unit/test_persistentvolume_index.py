@@ -61,3 +61,16 @@ def test_selector_and_named_volume_reasons():
     assert check_volume_satisfies_claim(pv("s", "1Gi", volumeMode="Block"), claim("1Gi")) == "incompatible volumeMode"
     assert check_volume_satisfies_claim(pv("s", "1Gi"), claim("1Gi", ("ReadWriteMany",))) == "incompatible accessMode"
     assert check_volume_satisfies_claim(pv("s", "1Gi"), claim("1Gi")) is None
+
+
+def test_default_class_newest_then_first_by_name():
+    from pyk8s.api.storage_classes import default_class
+
+    def sc(name: str, ts: str, default: bool = True) -> dict[str, Any]:
+        ann = {"storageclass.kubernetes.io/is-default-class": "true"} if default else {}
+        return {"metadata": {"name": name, "creationTimestamp": ts, "annotations": ann}}
+
+    assert default_class([sc("a", "2026-01-01T00:00:00Z", False)]) is None
+    assert name(default_class([sc("old", "2026-01-01T00:00:00Z"), sc("new", "2026-01-02T00:00:00Z"),
+                               sc("newest-not-default", "2026-01-03T00:00:00Z", False)])) == "new"
+    assert name(default_class([sc("b", "2026-01-02T00:00:00Z"), sc("a", "2026-01-02T00:00:00Z")])) == "a"

@@ -16,15 +16,13 @@ from typing import Any
 from ..api import errors as E
 from ..api.quantity import QuantityError, parse_quantity
 from ..api.resources import Resource
+from ..api.storage_classes import BETA_STORAGE_CLASS, default_class
 from .rest import RequestContext, RestStorage
 
 __all__ = ["default_storage_class", "storage_object_in_use_protection", "pvc_resize", "warn_recycle"]
 
 PVC = ("", "PersistentVolumeClaim")
 PV = ("", "PersistentVolume")
-BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
-DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
-                             "storageclass.beta.kubernetes.io/is-default-class")
 
 
 async def _classes(rest: RestStorage) -> dict[str, dict[str, Any]]:
@@ -34,11 +32,6 @@ async def _classes(rest: RestStorage) -> dict[str, dict[str, Any]]:
     return {(sc.get("metadata") or {}).get("name", ""): sc for sc in cache.list(None)}
 
 
-def _is_default(sc: dict[str, Any]) -> bool:
-    ann = (sc.get("metadata") or {}).get("annotations") or {}
-    return any(ann.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS)
-
-
 async def default_storage_class(rest: RestStorage, res: Resource, op: str, obj: dict[str, Any],
                                 old: dict[str, Any] | None, ctx: RequestContext) -> None:
     if res.group_kind != PVC or op != "CREATE" or ctx.subresource:
@@ -46,13 +39,11 @@ async def default_storage_class(rest: RestStorage, res: Resource, op: str, obj: 
     spec = obj.setdefault("spec", {})
     if spec.get("storageClassName") is not None:
         return  # "" too: the user asked for no class
-    if BETA_CLASS in ((obj.get("metadata") or {}).get("annotations") or {}):
+    if BETA_STORAGE_CLASS in ((obj.get("metadata") or {}).get("annotations") or {}):
         return
-    marked = [sc for sc in (await _classes(rest)).values() if _is_default(sc)]
-    if not marked:
-        return
-    newest = max(marked, key=lambda sc: (sc["metadata"].get("creationTimestamp") or "", sc["metadata"]["name"]))
-    spec["storageClassName"] = newest["metadata"]["name"]
+    sc = default_class(list((await _classes(rest)).values()))
+    if sc is not None:
+        spec["storageClassName"] = sc["metadata"]["name"]
 
 
 async def storage_object_in_use_protection(rest: RestStorage, res: Resource, op: str, obj: dict[str, Any],
@@ -87,7 +78,7 @@ async def pvc_resize(rest: RestStorage, res: Resource, op: str, obj: dict[str, A
     if (old.get("status") or {}).get("phase") != "Bound":
         raise E.new_forbidden("persistentvolumeclaims", name, "Only bound persistent volume claims can be expanded")
     ann = (obj.get("metadata") or {}).get("annotations") or {}
-    cls = ann.get(BETA_CLASS) if BETA_CLASS in ann else (obj.get("spec") or {}).get("storageClassName")
+    cls = ann.get(BETA_STORAGE_CLASS) if BETA_STORAGE_CLASS in ann else (obj.get("spec") or {}).get("storageClassName")
     sc = (await _classes(rest)).get(cls or "") if cls else None
     if sc is None or not sc.get("allowVolumeExpansion"):
         raise E.new_forbidden("persistentvolumeclaims", name, "only dynamically provisioned pvc can be resized and "

@@ -25,6 +25,7 @@ import copy
 from typing import Any
 
 from ..api.errors import StatusError
+from ..api.storage_classes import default_class
 from ..api.timefmt import now_rfc3339
 from .base import GVRS, Controller
 from .persistentvolume_index import (
@@ -35,7 +36,7 @@ from .persistentvolume_index import (
     is_volume_bound_to_claim,
 )
 
-__all__ = ["PersistentVolumeController", "ClaimVolumeController", "default_storage_class", "STORAGE_CLASSES"]
+__all__ = ["PersistentVolumeController", "ClaimVolumeController", "STORAGE_CLASSES"]
 
 STORAGE_CLASSES = ("storage.k8s.io", "v1", "storageclasses")
 
@@ -56,22 +57,8 @@ CSI_MIGRATED = {
     "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
     "kubernetes.io/portworx-volume": "pxd.portworx.com",
 }
-DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
-                             "storageclass.beta.kubernetes.io/is-default-class")
 
 Obj = dict[str, Any]
-
-
-def default_storage_class(classes: list[Obj]) -> Obj | None:
-    """GetDefaultClass: of the classes marked default, the newest (then by name), as upstream since 1.28."""
-    marked = [sc for sc in classes
-              if any(((sc.get("metadata") or {}).get("annotations") or {}).get(a) == "true"
-                     for a in DEFAULT_CLASS_ANNOTATIONS)]
-    if not marked:
-        return None
-    marked.sort(key=lambda sc: (sc["metadata"].get("creationTimestamp") or "", sc["metadata"].get("name", "")),
-                reverse=True)
-    return marked[0]
 
 
 def _claim_key(claim: Obj) -> str:
@@ -208,7 +195,7 @@ class PersistentVolumeController(ClaimVolumeController):
             return False
         if BETA_STORAGE_CLASS in (claim["metadata"].get("annotations") or {}):
             return False
-        sc = default_storage_class(self.classes.list())
+        sc = default_class(self.classes.list())
         if sc is None:
             return False
         new = copy.deepcopy(claim)

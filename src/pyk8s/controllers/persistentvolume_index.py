@@ -15,11 +15,10 @@ from typing import Any
 
 from ..api.labels import SelectorParseError, selector_from_label_selector
 from ..api.quantity import Quantity, parse_quantity
+from ..api.storage_classes import BETA_STORAGE_CLASS
 
 __all__ = ["claim_class", "volume_class", "find_matching_volume", "check_volume_satisfies_claim",
            "is_volume_bound_to_claim", "storage_request", "storage_capacity"]
-
-BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 
 Obj = dict[str, Any]
 
