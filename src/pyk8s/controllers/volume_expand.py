@@ -13,7 +13,7 @@ from typing import Any
 
 from ..api.errors import StatusError
 from .base import GVRS, Controller
-from .persistentvolume import STORAGE_CLASSES
+from .persistentvolume import CSI_MIGRATED, STORAGE_CLASSES
 from .persistentvolume_index import claim_class
 from .volume_provisioner import ANN_STORAGE_RESIZER, _larger, _size
 
@@ -39,6 +39,7 @@ class ExpandController(Controller):
         if sc is None:
             return
         provisioner = sc.get("provisioner", "")
+        provisioner = CSI_MIGRATED.get(provisioner, provisioner)  # an in-tree class's CSI driver resizes
         ann = claim["metadata"].get("annotations") or {}
         if ann.get(ANN_STORAGE_RESIZER) == provisioner:
             return
