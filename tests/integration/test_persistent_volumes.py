@@ -659,3 +659,23 @@ def test_controller_manager_process_runs_the_storage_controllers(tmp_path):
             assert bound(a, "default", "p").spec.volume_name.startswith("pvc-")
     finally:
         c.stop()
+
+
+def test_resize_of_an_in_tree_class_goes_to_its_csi_driver(api, ns):
+    cls = uniq("pd")
+    k8s.StorageV1Api(api).create_storage_class({"metadata": {"name": cls}, "provisioner": "kubernetes.io/gce-pd",
+                                                "allowVolumeExpansion": True})
+    try:
+        name = uniq("pdpv")
+        core(api).create_persistent_volume(pv(name, "1Gi", cls))
+        core(api).create_namespaced_persistent_volume_claim(ns, pvc("disk", "1Gi", cls))
+        bound(api, ns, "disk")
+        core(api).patch_namespaced_persistent_volume_claim("disk", ns, {"spec": {"resources": {"requests": {
+            "storage": "2Gi"}}}})
+        wait_for(lambda: claim(api, ns, "disk").metadata.annotations.get("volume.kubernetes.io/storage-resizer")
+                 == "pd.csi.storage.gke.io", what="handed to the CSI resizer")
+        wait_for(lambda: ("Normal", "ExternalExpanding", "waiting for an external controller to expand this PVC")
+                 in events(api, ns, "disk"), what="ExternalExpanding")
+        assert claim(api, ns, "disk").status.capacity == {"storage": "1Gi"}  # nobody here resizes GCE disks
+    finally:
+        k8s.StorageV1Api(api).delete_storage_class(cls)
