@@ -90,12 +90,13 @@ def scheduler_process(server: Any, verbosity: int = 0) -> Any:
     return _component_process(server, "scheduler", "scheduler.conf", "system:kube-scheduler", [], verbosity)
 
 
-def controller_manager_process(server: Any, verbosity: int = 0) -> Any:
+def controller_manager_process(server: Any, verbosity: int = 0, local_storage: bool = True) -> Any:
     # the same identity as the in-process manager's (see start_components)
     return _component_process(server, "controller-manager", "controller-manager.conf",
                               "system:kube-controller-manager", ["system:masters"], verbosity,
                               ("--cluster-signing-cert-file", str(server.pki.ca_cert_path),
-                               "--cluster-signing-key-file", str(server.pki.ca_key_path)))
+                               "--cluster-signing-key-file", str(server.pki.ca_key_path))
+                              + (("--controllers", "*,local-path-provisioner") if local_storage else ()))
 
 
 def cluster_signing_options(server: Any) -> dict[str, Any]:
@@ -121,12 +122,19 @@ async def start_network_policy(server: Any) -> list[Any]:
     return [ctl]
 
 
+def server_controllers(disabled: set[str]) -> list[str]:
+    """kube-controller-manager's controllers plus the local-path provisioner unless `--disable local-storage`."""
+    from .controllers.manager import KNOWN, SERVER_ONLY
+
+    return [*KNOWN, *(n for n in SERVER_ONLY if "local-storage" not in disabled)]
+
+
 async def start_components(server: Any, args: Any) -> list[Any]:
     disabled = set(getattr(args, "disable", None) or [])
     started: list[Any] = []
     if "controller-manager" not in disabled and getattr(args, "controller_manager_process", False):
         # kube-controller-manager's own process: its informers and syncs leave the API's loop
-        cm_proc = controller_manager_process(server, getattr(args, "v", 0))
+        cm_proc = controller_manager_process(server, getattr(args, "v", 0), "local-storage" not in disabled)
         cm_proc.start()
         started.append(cm_proc)
         client = component_client(server, "system:kube-controller-manager", ["system:masters"], "pyk8s-server")
@@ -141,8 +149,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         # per-controller roles are not in our bootstrap policy yet), so the manager acts with full access.
         client = component_client(server, "system:kube-controller-manager", ["system:masters"],
                                   "kube-controller-manager/pyk8s")
-        cm = ControllerManager(client, root_ca=server.pki.ca_cert_path.read_bytes(),
-                               options=cluster_signing_options(server))
+        cm = ControllerManager(client, controllers=server_controllers(disabled),
+                               root_ca=server.pki.ca_cert_path.read_bytes(), options=cluster_signing_options(server))
         await cm.start()
         started.append(cm)
         await _default_service_account(client)

@@ -71,3 +71,13 @@ def test_signing_files_come_in_pairs_and_must_read(tmp_path):
         load_signing_ca(str(not_pem), str(not_pem))
     with pytest.raises(OSError):
         load_signing_ca(str(tmp_path / "missing"), str(not_pem))
+
+
+def test_storage_controllers_by_upstream_name_and_the_server_only_provisioner():
+    assert select_controllers(["persistentvolume-binder-controller", "persistentvolumeclaim-protection-controller",
+                               "pv-protection", "persistentvolume-expander"]) == [
+        "persistentvolume-binder", "persistentvolume-expander", "pvc-protection", "pv-protection"]
+    # not kube-controller-manager's: never in '*', only when named
+    assert "local-path-provisioner" not in select_controllers(["*"])
+    assert select_controllers(["*", "local-path-provisioner"])[-1] == "local-path-provisioner"
+    assert "local-path-provisioner" not in select_controllers(["*", "local-path-provisioner", "-local-path-provisioner"])

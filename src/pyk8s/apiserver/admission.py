@@ -14,7 +14,7 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
-from . import quota_admission
+from . import quota_admission, storage_admission
 from .rest import RequestContext, RestStorage
 
 SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -362,5 +362,8 @@ def install(rest: RestStorage, service_cidr: str, cluster_cidr: str) -> ServiceA
 
     rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit, nodes.admit,
                           default_ingress_class])
+    rest.mutating.extend([storage_admission.default_storage_class, storage_admission.storage_object_in_use_protection,
+                          storage_admission.warn_recycle])
+    rest.validating.append(storage_admission.pvc_resize)
     rest.validating.append(quota_admission.admit_quota)
     return alloc

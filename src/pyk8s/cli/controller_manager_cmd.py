@@ -41,7 +41,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--kubeconfig", required=True, help="kubeconfig of the identity to act as")
     p.add_argument("--controllers", default="*",
                    help="controllers to run: '*' all enabled by default, 'foo' enables foo, '-foo' disables "
-                        "foo (upstream names or their aliases, comma separated; default '*')")
+                        "foo (upstream names or their aliases, comma separated; default '*'); "
+                        "'local-path-provisioner', not upstream's, runs only when named")
     p.add_argument("--leader-elect", default=True, action=argparse_bool(), nargs="?", const=True,
                    help="take the leader Lease before running controllers (default true)")
     p.add_argument("--leader-elect-lease-duration", type=go_duration, default=15.0, metavar="DURATION",

@@ -107,7 +107,8 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager, ingress, network-policy, dns (repeatable)")
+                   help="components not to run: scheduler, controller-manager, ingress, network-policy, dns, local-storage (the local-path "
+                        "provisioner and its default StorageClass; docs/storage.md) (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)

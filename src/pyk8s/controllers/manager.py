@@ -41,6 +41,15 @@ KNOWN: dict[str, str] = {
     "csrsigning": "pyk8s.controllers.csrsigning:CSRSigningController",
     "csrapproving": "pyk8s.controllers.csrapproving:CSRApprovingController",
     "csrcleaner": "pyk8s.controllers.csrcleaner:CSRCleanerController",
+    "persistentvolume-binder": "pyk8s.controllers.persistentvolume:PersistentVolumeController",
+    "persistentvolume-expander": "pyk8s.controllers.volume_expand:ExpandController",
+    "pvc-protection": "pyk8s.controllers.volume_protection:PVCProtectionController",
+    "pv-protection": "pyk8s.controllers.volume_protection:PVProtectionController",
+}
+# Not kube-controller-manager's: what `pyk8s server` adds to it, as k3s runs its local-path provisioner
+# beside it (`pyk8s server --disable local-storage` leaves it out).
+SERVER_ONLY: dict[str, str] = {
+    "local-path-provisioner": "pyk8s.controllers.volume_provisioner:LocalPathProvisioner",
 }
 
 # Our name -> upstream's canonical --controllers name (cmd/kube-controller-manager/names). Our names are
@@ -68,6 +77,10 @@ CANONICAL: dict[str, str] = {
     "csrsigning": "certificatesigningrequest-signing-controller",
     "csrapproving": "certificatesigningrequest-approving-controller",
     "csrcleaner": "certificatesigningrequest-cleaner-controller",
+    "persistentvolume-binder": "persistentvolume-binder-controller",
+    "persistentvolume-expander": "persistentvolume-expander-controller",
+    "pvc-protection": "persistentvolumeclaim-protection-controller",
+    "pv-protection": "persistentvolume-protection-controller",
 }
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
 
@@ -88,15 +101,17 @@ def select_controllers(spec: list[str]) -> list[str]:
             star = True
             continue
         off = item.startswith("-")
-        name = _BY_NAME.get(item[1:] if off else item)
+        bare = item[1:] if off else item
+        name = bare if bare in SERVER_ONLY else _BY_NAME.get(bare)
         if name is None:
             raise ValueError(f"{item.lstrip('-')!r} is not in the list of known controllers")
         (unwanted if off else wanted).add(name)
-    return [n for n in KNOWN if n not in unwanted and (star or n in wanted)]
+    # server-only controllers run when named, never through '*'
+    return [n for n in [*KNOWN, *SERVER_ONLY] if n not in unwanted and ((star and n in KNOWN) or n in wanted)]
 
 
 def load(name: str) -> type[Controller] | None:
-    spec = KNOWN.get(name)
+    spec = KNOWN.get(name) or SERVER_ONLY.get(name)
     if spec is None:
         return None
     mod, cls = spec.split(":")
