@@ -46,6 +46,13 @@ def add_parser(sub: Any) -> None:
                    help="force a container runtime (default: runc, or the process fallback where runc cannot run)")
     p.add_argument("--cni-bridge", default="pyk8s0", help="Linux bridge of the pod network (default pyk8s0)")
     p.add_argument("--runc-root", default="", help="runc state directory (default /run/pyk8s/runc)")
+    p.add_argument("--cluster-cidr", default="10.244.0.0/16",
+                   help="the pod network of the whole cluster, as the server's: pod traffic within it is not "
+                        "masqueraded (default 10.244.0.0/16)")
+    p.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan", "none"], default="auto",
+                   help="routes to other nodes' pods: host-gw (a route via the node, same link only), vxlan "
+                        "(flannel.1, UDP 8472, pod MTU 1450), auto (host-gw where the node shares a link, vxlan "
+                        "elsewhere; default) or none (docs/networking.md)")
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
@@ -101,7 +108,8 @@ async def _agent(args: Any) -> int:
             eviction_transition=args.eviction_pressure_transition_period,
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
-            runc_root=args.runc_root, registries_file=args.private_registry or "")
+            runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=args.cluster_cidr,
+            flannel_backend=args.flannel_backend)
         from ..kubelet.images.registries import load_registries
 
         load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start

@@ -1,0 +1,125 @@
+"""Several nodes on one machine: a host bridge for the server and one network namespace per node.
+
+    host:   <prefix>br  (bridge, .1 of the node network: the API server listens here)
+             |-- <prefix>v1 ==veth== eth0 in netns <prefix>-node1 (.11)
+             |-- <prefix>v2 ==veth== eth0 in netns <prefix>-node2 (.12)
+
+Every object is named after the prefix, so two clusters (or tests) on one machine never share
+one, and destroy() removes exactly what create() made: the namespaces (their ends of the veth
+pairs and whatever the nodes made inside go with them), then the host ends and the bridge.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+NETNS_DIR = "/run/netns"
+MAX_IFNAME = 15  # IFNAMSIZ - 1
+
+
+class TopologyError(Exception):
+    pass
+
+
+def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise TopologyError(f"{' '.join(argv)}: {r.stderr.strip() or r.stdout.strip()}")
+    return r
+
+
+def in_netns(netns: str, *argv: str) -> list[str]:
+    """argv run in a node's network namespace (nsenter, not `ip netns exec`, which hides the cgroup mounts)."""
+    return ["nsenter", f"--net={os.path.join(NETNS_DIR, netns)}", *argv]
+
+
+@dataclass
+class NodeNet:
+    name: str  # the Node's name
+    netns: str
+    host_veth: str
+    ip: str
+
+
+@dataclass
+class Topology:
+    prefix: str
+    node_network: str = "10.99.0.0/24"
+    node_count: int = 3
+    nodes: list[NodeNet] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        net = ipaddress.ip_network(self.node_network)
+        if net.version != 4 or net.num_addresses < self.node_count + 16:
+            raise TopologyError(f"node network {self.node_network}: an IPv4 network with room for "
+                                f"{self.node_count} nodes is needed")
+        if len(self.bridge) > MAX_IFNAME or len(f"{self.prefix}v{self.node_count}") > MAX_IFNAME:
+            raise TopologyError(f"prefix {self.prefix!r} too long for interface names (at most "
+                                f"{MAX_IFNAME - 2 - len(str(self.node_count))} characters)")
+        if not self.nodes:
+            self.nodes = [NodeNet(f"{self.prefix}-node{i}", f"{self.prefix}-node{i}", f"{self.prefix}v{i}",
+                                  str(net.network_address + 10 + i)) for i in range(1, self.node_count + 1)]
+
+    @property
+    def bridge(self) -> str:
+        return f"{self.prefix}br"
+
+    @property
+    def host_ip(self) -> str:
+        return str(ipaddress.ip_network(self.node_network).network_address + 1)
+
+    @property
+    def prefixlen(self) -> int:
+        return ipaddress.ip_network(self.node_network).prefixlen
+
+    def create(self) -> None:
+        """Make the bridge and the nodes' namespaces; on failure, remove what was made."""
+        try:
+            _run("ip", "link", "add", self.bridge, "type", "bridge")
+            _run("ip", "addr", "add", f"{self.host_ip}/{self.prefixlen}", "dev", self.bridge)
+            _run("ip", "link", "set", self.bridge, "up")
+            for n in self.nodes:
+                self._create_node(n)
+        except Exception:
+            self.destroy()
+            raise
+
+    def _create_node(self, n: NodeNet) -> None:
+        _run("ip", "netns", "add", n.netns)
+        _run("ip", "link", "add", n.host_veth, "type", "veth", "peer", "name", "eth0", "netns", n.netns)
+        _run("ip", "link", "set", n.host_veth, "master", self.bridge, "up")
+        for argv in (["ip", "link", "set", "lo", "up"],
+                     ["ip", "addr", "add", f"{n.ip}/{self.prefixlen}", "dev", "eth0"],
+                     ["ip", "link", "set", "eth0", "up"],
+                     ["ip", "route", "add", "default", "via", self.host_ip],
+                     # the node routes its pods' traffic (sysctls under /proc/sys/net are per namespace)
+                     ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]):
+            _run(*in_netns(n.netns, *argv))
+
+    def destroy(self) -> list[str]:
+        """Remove every namespace, link and the bridge (idempotent); what could not be removed, as messages."""
+        problems = []
+        for n in self.nodes:
+            if os.path.exists(os.path.join(NETNS_DIR, n.netns)):
+                r = _run("ip", "netns", "del", n.netns, check=False)
+                if r.returncode != 0:
+                    problems.append(f"netns {n.netns}: {r.stderr.strip()}")
+            _run("ip", "link", "del", n.host_veth, check=False)  # gone with its peer, unless the peer never moved
+        _run("ip", "link", "del", self.bridge, check=False)
+        for link in [self.bridge, *(n.host_veth for n in self.nodes)]:
+            if _run("ip", "link", "show", "dev", link, check=False).returncode == 0:
+                problems.append(f"link {link} still present")
+        return problems
+
+    def leftovers(self) -> list[str]:
+        """What of this topology exists on the machine (empty after destroy())."""
+        out = [f"netns {n.netns}" for n in self.nodes if os.path.exists(os.path.join(NETNS_DIR, n.netns))]
+        links = _run("ip", "-o", "link", "show", check=False).stdout
+        out += [f"link {name}" for name in (self.bridge, *(n.host_veth for n in self.nodes))
+                if f" {name}:" in links or f" {name}@" in links]
+        routes = _run("ip", "-o", "route", "show", check=False).stdout
+        out += [f"route {line}" for line in routes.splitlines() if f" dev {self.bridge} " in line + " "]
+        return out

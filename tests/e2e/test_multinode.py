@@ -1,0 +1,205 @@
+"""Several nodes on one machine (`pyk8s dev cluster`'s DevCluster): each node a `pyk8s agent` in its own
+network namespace, real runc busybox pods, flannel routes between the nodes' pod CIDRs.
+
+Every object the cluster makes is named after a per-module random prefix, and the host's network
+is touched only by the bridge and veths of that prefix (the nodes' routes, nft/iptables rules and
+CNI bridges live in their own namespaces), so it runs beside other tests and clusters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import random
+import socket
+import subprocess
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyk8s.devcluster import DevCluster, NodeNet, Options, in_netns
+from tests.e2e.kubelet_harness import CRI_LINE, IMAGE, Env, import_images, requirements
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("multinode"), pytest.mark.timeout(240)]
+
+FLANNEL_PROTO = "211"
+
+
+wait = Env.wait
+
+
+class Multi:
+    def __init__(self, base: str, backend: str = "auto", nodes: int = 3) -> None:
+        tag = uuid.uuid4().hex[:4]
+        self.cluster_cidr = f"10.{random.randint(160, 199)}.0.0/16"
+        self.dc = DevCluster(Options(data_dir=base, nodes=nodes, prefix=f"nd{tag}",
+                                     node_network=f"10.{random.randint(100, 159)}.{random.randint(0, 255)}.0/24",
+                                     cluster_cidr=self.cluster_cidr, flannel_backend=backend, port=0))
+        self.api: Any = None
+
+    def up(self) -> Multi:
+        from kubernetes import client, config
+
+        self.dc.up(before_agents=lambda _n, d: import_images(d))
+        self.api = client.CoreV1Api(config.new_client_from_config(config_file=self.dc.kubeconfig))
+        for n in self.nodes:
+            wait(lambda n=n: self.node_ready(n.name), 60, f"node {n.name} Ready")
+        return self
+
+    @property
+    def nodes(self) -> list[NodeNet]:
+        return self.dc.topology.nodes
+
+    def node(self, name: str) -> dict[str, Any] | None:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            return self.api.api_client.sanitize_for_serialization(self.api.read_node(name))  # type: ignore[no-any-return]
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def node_ready(self, name: str) -> bool:
+        n = self.node(name) or {}
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions", []))
+
+    def routes(self, node: NodeNet) -> dict[str, dict[str, Any]]:
+        out = subprocess.run(in_netns(node.netns, "ip", "-j", "route", "show", "proto", FLANNEL_PROTO),
+                             capture_output=True, text=True, check=True).stdout
+        return {r["dst"]: r for r in json.loads(out or "[]")}
+
+    def run_pod(self, name: str, node: NodeNet, script: str, restart: str = "Always") -> dict[str, Any]:
+        self.api.create_namespaced_pod("default", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeName": node.name, "restartPolicy": restart, "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "c", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
+                                     "command": ["sh", "-c", script]}]}})
+        phase = ("Running",) if restart == "Always" else ("Succeeded", "Failed")
+        return wait(lambda: self._pod_in(name, phase), 60, f"pod {name} {phase}")  # type: ignore[no-any-return]
+
+    def _pod_in(self, name: str, phases: tuple[str, ...]) -> dict[str, Any] | None:
+        p = self.api.api_client.sanitize_for_serialization(self.api.read_namespaced_pod(name, "default"))
+        return p if (p.get("status") or {}).get("phase") in phases else None
+
+    def log(self, pod: dict[str, Any], node: NodeNet) -> list[str]:
+        md = pod["metadata"]
+        d = os.path.join(self.dc.node_dir(node), "logs", f"default_{md['name']}_{md['uid']}", "c")
+        with open(os.path.join(d, "0.log")) as f:
+            return [m.group(3) for line in f.read().splitlines() if (m := CRI_LINE.match(line))]
+
+
+# busybox httpd answers /cgi-bin/ip with the address the connection came from
+ECHO_SOURCE = ("mkdir -p /www/cgi-bin && printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\necho $REMOTE_ADDR\\n' "
+               "> /www/cgi-bin/ip && chmod +x /www/cgi-bin/ip && exec httpd -f -p 8080 -h /www")
+
+
+def fetch(url: str) -> str:
+    # (busybox-static's wget crashes with -T here; a refused connection fails fast anyway)
+    return f"until wget -q -O /tmp/o {url}; do sleep 0.2; done; cat /tmp/o"
+
+
+def remote_addr(cgi: list[str]) -> list[str]:
+    """busybox httpd listens on IPv6 and gives REMOTE_ADDR as [::ffff:a.b.c.d]."""
+    return [line.strip("[]").removeprefix("::ffff:") for line in cgi]
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Multi]:
+    requirements()
+    m = Multi(str(tmp_path_factory.mktemp("multinode")))
+    try:
+        yield m.up()
+    finally:
+        m.dc.down(pod_timeout=10)
+
+
+def test_each_node_gets_its_own_pod_cidr_and_routes_to_the_others(multi: Multi) -> None:
+    cidrs = {n.name: (multi.node(n.name) or {})["spec"]["podCIDR"] for n in multi.nodes}
+    nets = [ipaddress.ip_network(c) for c in cidrs.values()]
+    assert len(set(nets)) == len(multi.nodes), cidrs
+    assert all(n.prefixlen == 24 and n.subnet_of(ipaddress.ip_network(multi.cluster_cidr)) for n in nets), cidrs
+    for me in multi.nodes:
+        ann = (multi.node(me.name) or {})["metadata"]["annotations"]
+        assert ann["flannel.alpha.coreos.com/public-ip"] == me.ip
+        want = {cidrs[o.name]: o.ip for o in multi.nodes if o is not me}
+        # host-gw: the nodes share the bridge, so each peer's subnet goes straight via its address
+        routes = wait(lambda me=me, want=want: r if set(r := multi.routes(me)) == set(want) else None, 20,
+                      f"routes on {me.name}")
+        assert {dst: r.get("gateway") for dst, r in routes.items()} == want
+        assert all(r["dev"] == "eth0" for r in routes.values())
+
+
+def test_pod_to_pod_across_nodes_keeps_the_source_ip(multi: Multi) -> None:
+    n1, n2, n3 = multi.nodes
+    server = multi.run_pod("echo-source", n1, ECHO_SOURCE)
+    ip = server["status"]["podIP"]
+    for name, node in (("client-2", n2), ("client-3", n3)):
+        client = multi.run_pod(name, node, fetch(f"http://{ip}:8080/cgi-bin/ip"), restart="Never")
+        assert client["status"]["phase"] == "Succeeded", client["status"]
+        # the server pod saw the client pod's own address: not masqueraded on the way between nodes
+        assert remote_addr(multi.log(client, node)) == [client["status"]["podIP"]]
+
+
+def test_traffic_leaving_the_cluster_cidr_is_still_masqueraded(multi: Multi) -> None:
+    """A pod reaching the host (outside the pod network) shows up as its node's address, as with flannel."""
+    n2 = multi.nodes[1]
+    seen: list[str] = []
+    srv = socket.socket()
+    srv.bind((multi.dc.topology.host_ip, 0))
+    srv.listen(1)
+    srv.settimeout(60)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            conn, addr = srv.accept()
+            seen.append(addr[0])
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            conn.close()
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        pod = multi.run_pod("to-host", n2, fetch(f"http://{multi.dc.topology.host_ip}:{srv.getsockname()[1]}/"),
+                            restart="Never")
+        t.join(5)
+        assert pod["status"]["phase"] == "Succeeded"
+        assert seen == [n2.ip], (seen, pod["status"]["podIP"])
+    finally:
+        srv.close()
+
+
+def test_a_deleted_node_loses_its_routes_everywhere(multi: Multi) -> None:
+    n1, n2, n3 = multi.nodes
+    cidr3 = (multi.node(n3.name) or {})["spec"]["podCIDR"]
+    assert cidr3 in multi.routes(n1) and cidr3 in multi.routes(n2)
+    multi.dc._stop(n3.name)  # the node goes away: its kubelet first, then its Node
+    multi.api.delete_node(n3.name)
+    for n in (n1, n2):
+        wait(lambda n=n: cidr3 not in multi.routes(n), 20, f"route to {cidr3} gone on {n.name}")
+    assert set(multi.routes(n1)) == {(multi.node(n2.name) or {})["spec"]["podCIDR"]}
+
+
+def test_teardown_leaves_no_namespace_link_route_or_process(multi: Multi) -> None:
+    dc = multi.dc
+    pids = [p.proc.pid for p in [dc.server, *dc.agents.values()] if p is not None]
+    assert dc.down(pod_timeout=10) == []
+    assert dc.topology.leftovers() == []
+    assert not [n for n in os.listdir("/run/netns") if n.startswith(dc.opts.prefix)]
+    assert all(not os.path.exists(f"/proc/{pid}") or _zombie(pid) for pid in pids)
+    assert not any(os.path.exists(dc.runc_root(n)) for n in dc.topology.nodes)
+    host_routes = subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
+    assert multi.cluster_cidr.split(".0.0/")[0] + "." not in host_routes
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1].startswith("Z")
+    except OSError:
+        return True
