@@ -203,3 +203,35 @@ def _zombie(pid: int) -> bool:
             return f.read().split(") ")[1].startswith("Z")
     except OSError:
         return True
+
+
+def test_vxlan_backend_carries_pod_traffic_through_flannel_1(tmp_path: Any) -> None:
+    """--flannel-backend vxlan: each node has flannel.1 (VNI 1, UDP 8472, MTU 1450), routes through it, FDB entries
+    sending each peer's VTEP MAC to its address; pods get MTU 1450; the source IP still survives."""
+    requirements()
+    m = Multi(str(tmp_path), backend="vxlan", nodes=2)
+    try:
+        m.up()
+        n1, n2 = m.nodes
+        server = m.run_pod("echo-source", n1, ECHO_SOURCE)
+        client = m.run_pod("client", n2, fetch(f"http://{server['status']['podIP']}:8080/cgi-bin/ip") +
+                           "; cat /sys/class/net/eth0/mtu", restart="Never")
+        assert client["status"]["phase"] == "Succeeded"
+        addr, mtu = m.log(client, n2)
+        assert remote_addr([addr]) == [client["status"]["podIP"]] and mtu == "1450"
+        for me, peer in ((n1, n2), (n2, n1)):
+            peer_cidr = (m.node(peer.name) or {})["spec"]["podCIDR"]
+            route = m.routes(me)[peer_cidr]
+            assert route["dev"] == "flannel.1" and route["gateway"] == peer_cidr.split("/")[0]
+            link = json.loads(subprocess.run(in_netns(me.netns, "ip", "-j", "-d", "link", "show", "flannel.1"),
+                                             capture_output=True, text=True, check=True).stdout)[0]
+            vx = link["linkinfo"]["info_data"]
+            assert (link["mtu"], vx["id"], vx["port"], vx["local"]) == (1450, 1, 8472, me.ip)
+            peer_mac = json.loads((m.node(peer.name) or {})["metadata"]["annotations"][
+                "flannel.alpha.coreos.com/backend-data"])["VtepMAC"]
+            fdb = subprocess.run(in_netns(me.netns, "bridge", "fdb", "show", "dev", "flannel.1"),
+                                 capture_output=True, text=True, check=True).stdout
+            assert f"{peer_mac} dst {peer.ip} self permanent" in fdb
+    finally:
+        assert m.dc.down(pod_timeout=10) == []
+        assert m.dc.topology.leftovers() == []

@@ -41,6 +41,7 @@ KNOWN: dict[str, str] = {
     "csrsigning": "pyk8s.controllers.csrsigning:CSRSigningController",
     "csrapproving": "pyk8s.controllers.csrapproving:CSRApprovingController",
     "csrcleaner": "pyk8s.controllers.csrcleaner:CSRCleanerController",
+    "nodeipam": "pyk8s.controllers.nodeipam:NodeIPAMController",
 }
 
 # Our name -> upstream's canonical --controllers name (cmd/kube-controller-manager/names). Our names are
@@ -68,6 +69,7 @@ CANONICAL: dict[str, str] = {
     "csrsigning": "certificatesigningrequest-signing-controller",
     "csrapproving": "certificatesigningrequest-approving-controller",
     "csrcleaner": "certificatesigningrequest-cleaner-controller",
+    "nodeipam": "node-ipam-controller",
 }
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
 
