@@ -13,8 +13,10 @@ import ipaddress
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -235,3 +237,71 @@ def test_vxlan_backend_carries_pod_traffic_through_flannel_1(tmp_path: Any) -> N
     finally:
         assert m.dc.down(pod_timeout=10) == []
         assert m.dc.topology.leftovers() == []
+
+
+def _start_cli(base: str, prefix: str, net: str) -> tuple[subprocess.Popen[str], list[str]]:
+    argv = [sys.executable, "-m", "pyk8s.cli", "dev", "cluster", "--nodes", "2", "--data-dir", base, "--name", prefix,
+            "--node-network", net, "--cluster-cidr", f"10.{random.randint(160, 199)}.0.0/16", "--port", "0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    lines: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        if "export KUBECONFIG=" in line:
+            break
+    else:
+        raise AssertionError("pyk8s dev cluster did not come up:\n" + "".join(lines))
+    return proc, lines
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "killed-then-down"])
+def test_dev_cluster_command_up_kubectl_and_teardown(tmp_path: Any, stop: str) -> None:
+    """`pyk8s dev cluster` prints progress and how to use it; kubectl sees its nodes; Ctrl-C, or `--down` after the
+    command itself was killed (its server and agents still running), removes everything."""
+    from pyk8s.devcluster import Topology
+
+    requirements()
+    prefix, net = f"nd{uuid.uuid4().hex[:4]}", f"10.{random.randint(100, 159)}.{random.randint(0, 255)}.0/24"
+    base = str(tmp_path / "dev")
+    proc, lines = _start_cli(base, prefix, net)
+    try:
+        out = "".join(lines)
+        assert f"creating bridge {prefix}br" in out and f"node {prefix}-node2 up" in out
+        kubeconfig = next(x for x in lines if "export KUBECONFIG=" in x).split("=", 1)[1].strip()
+        def names() -> list[str] | None:
+            r = subprocess.run(["kubectl", "get", "nodes", "-o", "name"], capture_output=True, text=True,
+                               env=dict(os.environ, KUBECONFIG=kubeconfig))
+            return r.stdout.split() if r.returncode == 0 and len(r.stdout.split()) == 2 else None
+
+        nodes = wait(names, 30, "kubectl get nodes")
+        assert sorted(nodes) == [f"node/{prefix}-node1", f"node/{prefix}-node2"]
+        if stop == "ctrl-c":
+            proc.send_signal(signal.SIGINT)
+            rest, _ = proc.communicate(timeout=60)
+            assert proc.returncode == 0, rest
+        else:
+            proc.kill()
+            proc.wait()
+            down = subprocess.run([sys.executable, "-m", "pyk8s.cli", "dev", "cluster", "--down", "--data-dir", base],
+                                  capture_output=True, text=True, timeout=60)
+            assert down.returncode == 0, down.stdout + down.stderr
+            rest = down.stdout
+        assert "down: no namespace, link or process left" in rest
+        assert Topology(prefix, net, 2).leftovers() == []
+        assert not os.path.exists(os.path.join(base, "devcluster.json"))
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and _cmdline_has(p, base)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if os.path.exists(os.path.join(base, "devcluster.json")):
+            subprocess.run([sys.executable, "-m", "pyk8s.cli", "dev", "cluster", "--down", "--data-dir", base],
+                           capture_output=True, timeout=60)
+
+
+def _cmdline_has(pid: str, text: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return text.encode() in f.read()
+    except OSError:
+        return False

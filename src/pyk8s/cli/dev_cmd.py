@@ -29,7 +29,8 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--cluster-cidr", default="10.42.0.0/16", help="pod network, a /24 per node (default 10.42.0.0/16)")
     c.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan"], default="auto",
                    help="how nodes route to each other's pods (default auto: host-gw, as they share the bridge)")
-    c.add_argument("--port", type=int, default=6443, help="the API server's port (default 6443)")
+    c.add_argument("--port", type=int, default=6443,
+                   help="the API server's port on the bridge address (default 6443; 0 picks a free one)")
     c.add_argument("--down", action="store_true", help="tear down the cluster a running or killed "
                    "`pyk8s dev cluster` made with this --data-dir, and exit")
     c.add_argument("--v", type=int, default=0, help="log verbosity of the server and agents")
