@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from pyk8s.devcluster import DevCluster, NodeNet, Options, in_netns
+from tests.conftest import require
 from tests.e2e.kubelet_harness import CRI_LINE, IMAGE, Env, import_images, requirements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("multinode"), pytest.mark.timeout(240)]
@@ -36,12 +37,13 @@ wait = Env.wait
 
 
 class Multi:
-    def __init__(self, base: str, backend: str = "auto", nodes: int = 3) -> None:
+    def __init__(self, base: str, backend: str = "auto", nodes: int = 3, links: int = 1) -> None:
         tag = uuid.uuid4().hex[:4]
         self.cluster_cidr = f"10.{random.randint(160, 199)}.0.0/16"
         self.dc = DevCluster(Options(data_dir=base, nodes=nodes, prefix=f"nd{tag}",
                                      node_network=f"10.{random.randint(100, 159)}.{random.randint(0, 255)}.0/24",
-                                     cluster_cidr=self.cluster_cidr, flannel_backend=backend, port=0))
+                                     cluster_cidr=self.cluster_cidr, flannel_backend=backend, links=links,
+                                     port=0))
         self.api: Any = None
 
     def up(self) -> Multi:
@@ -234,6 +236,33 @@ def test_vxlan_backend_carries_pod_traffic_through_flannel_1(tmp_path: Any) -> N
             fdb = subprocess.run(in_netns(me.netns, "bridge", "fdb", "show", "dev", "flannel.1"),
                                  capture_output=True, text=True, check=True).stdout
             assert f"{peer_mac} dst {peer.ip} self permanent" in fdb
+    finally:
+        assert m.dc.down(pod_timeout=10) == []
+        assert m.dc.topology.leftovers() == []
+
+
+def test_auto_backend_uses_host_gw_on_a_shared_link_and_vxlan_across_links(tmp_path: Any) -> None:
+    """Nodes 1 and 3 share a bridge, node 2 is on another one that the host routes to: 1<->3 get direct routes,
+    2<->1 and 2<->3 go through flannel.1; pods talk both ways with their own addresses."""
+    requirements()
+    with open("/proc/sys/net/ipv4/ip_forward") as f:
+        require("the host forwards IPv4 between its links (net.ipv4.ip_forward=1)", f.read().strip() == "1")
+    m = Multi(str(tmp_path), backend="auto", nodes=3, links=2)
+    try:
+        m.up()
+        n1, n2, n3 = m.nodes
+        assert n1.bridge == n3.bridge != n2.bridge
+        cidr = {n.name: (m.node(n.name) or {})["spec"]["podCIDR"] for n in m.nodes}
+        r1 = wait(lambda: r if len(r := m.routes(n1)) == 2 else None, 20, "routes on node1")
+        assert (r1[cidr[n3.name]]["gateway"], r1[cidr[n3.name]]["dev"]) == (n3.ip, "eth0")
+        assert (r1[cidr[n2.name]]["gateway"], r1[cidr[n2.name]]["dev"]) == (cidr[n2.name].split("/")[0], "flannel.1")
+        r2 = wait(lambda: r if len(r := m.routes(n2)) == 2 else None, 20, "routes on node2")
+        assert {r["dev"] for r in r2.values()} == {"flannel.1"}
+        server = m.run_pod("echo-source", n1, ECHO_SOURCE)
+        for name, node in (("via-vxlan", n2), ("via-host-gw", n3)):
+            client = m.run_pod(name, node, fetch(f"http://{server['status']['podIP']}:8080/cgi-bin/ip"), restart="Never")
+            assert client["status"]["phase"] == "Succeeded"
+            assert remote_addr(m.log(client, node)) == [client["status"]["podIP"]]
     finally:
         assert m.dc.down(pod_timeout=10) == []
         assert m.dc.topology.leftovers() == []

@@ -28,7 +28,13 @@ def add_parser(sub: Any) -> None:
                    help="the nodes' network on the host bridge; the server listens on its .1 (default 10.99.0.0/24)")
     c.add_argument("--cluster-cidr", default="10.42.0.0/16", help="pod network, a /24 per node (default 10.42.0.0/16)")
     c.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan"], default="auto",
-                   help="how nodes route to each other's pods (default auto: host-gw, as they share the bridge)")
+                   help="how nodes route to each other's pods (default auto: host-gw between nodes on one "
+                        "bridge, VXLAN between links)")
+    c.add_argument("--links", type=int, default=1,
+                   help="spread the nodes over this many bridges (subnets of --node-network) that the host routes "
+                        "between, as nodes in different networks: with --flannel-backend auto, nodes on one link "
+                        "use host-gw and nodes on different links VXLAN (default 1; more needs the host to "
+                        "forward IPv4)")
     c.add_argument("--port", type=int, default=6443,
                    help="the API server's port on the bridge address (default 6443; 0 picks a free one)")
     c.add_argument("--down", action="store_true", help="tear down the cluster a running or killed "
@@ -65,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         dc = DevCluster(Options(data_dir=data_dir, nodes=args.nodes, prefix=args.name, node_network=args.node_network,
-                                cluster_cidr=args.cluster_cidr, flannel_backend=args.flannel_backend, port=args.port,
+                                cluster_cidr=args.cluster_cidr, flannel_backend=args.flannel_backend,
+                                links=args.links, port=args.port,
                                 verbosity=args.v), _progress)
     except (TopologyError, ValueError) as e:
         print(f"pyk8s dev cluster: {e}", file=sys.stderr)

@@ -38,6 +38,7 @@ class Options:
     node_network: str = "10.99.0.0/24"
     cluster_cidr: str = "10.42.0.0/16"  # k3s's; away from the 10.244/16 a host kubelet may use
     flannel_backend: str = "auto"
+    links: int = 1  # bridges the nodes are dealt over, routed by the host (see topology.py)
     port: int = 6443
     server_args: list[str] = field(default_factory=list)
     agent_args: list[str] = field(default_factory=list)
@@ -95,7 +96,7 @@ class DevCluster:
         self.opts = opts
         self.data_dir = os.path.abspath(opts.data_dir)
         self.progress = progress
-        self.topology = Topology(opts.prefix, opts.node_network, opts.nodes)
+        self.topology = Topology(opts.prefix, opts.node_network, opts.nodes, opts.links)
         self.server: Process | None = None
         self.agents: dict[str, Process] = {}
         self.url = ""
@@ -119,8 +120,9 @@ class DevCluster:
         ensure_private_dir(self.data_dir)
         self._write_state()
         try:
-            self.progress(f"creating bridge {self.topology.bridge} ({self.topology.host_ip}) and "
-                          f"{len(self.topology.nodes)} node namespaces")
+            links = ", ".join(f"{b} ({s.network_address + 1}/{s.prefixlen})"
+                              for b, s in zip(self.topology.bridges, self.topology.subnets, strict=True))
+            self.progress(f"creating bridge {links} and {len(self.topology.nodes)} node namespaces")
             self.topology.create()
             self._start_server(timeout)
             for node in self.topology.nodes:
@@ -163,7 +165,7 @@ class DevCluster:
 
     def _write_state(self) -> None:
         state = {"options": asdict(self.opts), "nodes": [asdict(n) for n in self.topology.nodes],
-                 "bridge": self.topology.bridge, "url": self.url,
+                 "bridges": self.topology.bridges, "url": self.url,
                  "pids": {"server": self.server.proc.pid if self.server else 0,
                           **{k: p.proc.pid for k, p in self.agents.items()}}}
         path = os.path.join(self.data_dir, STATE_FILE)
