@@ -55,3 +55,12 @@ def test_annotations_have_flannels_names_and_shapes() -> None:
                    "flannel.alpha.coreos.com/public-ip": "10.0.0.1",
                    "flannel.alpha.coreos.com/kube-subnet-manager": "true"}
     assert node_annotations("host-gw", "10.0.0.1", "", 1)["flannel.alpha.coreos.com/backend-data"] == "null"
+
+
+def test_only_what_routes_are_made_of_counts_as_a_change() -> None:
+    from pyk8s.flannel.plan import route_inputs
+
+    a = node("a", "10.244.1.0/24", "10.0.0.2")
+    beat = {**a, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    moved = node("a", "10.244.1.0/24", "10.0.0.9")
+    assert route_inputs(a) == route_inputs(beat) != route_inputs(moved)

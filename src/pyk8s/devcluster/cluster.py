@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from ..datadir import ensure_private_dir
+from .cleanup import remove_pods_left
 from .topology import NodeNet, Topology, in_netns
 
 STATE_FILE = "devcluster.json"
@@ -269,33 +269,7 @@ class DevCluster:
 
     def _force_cleanup(self, node: NodeNet) -> None:
         """Sandboxes and containers a stopped node left (a pod not deleted in time, a killed agent)."""
-        from ..kubelet.runtime.cni import CNI, bridge_conflist
-        from ..kubelet.runtime.runc import RuncRuntime
-
-        data, root = self.node_dir(node), self.runc_root(node)
-
-        async def go() -> None:
-            if not os.path.isdir(os.path.join(data, "runtime")):
-                return
-            rt = RuncRuntime(data, cni=CNI(bridge_conflist(self.opts.cluster_cidr, bridge="cni0",
-                                                           data_dir=os.path.join(data, "cni", "networks"))),
-                             runc_root=root)
-            for sb in await rt.list_sandboxes():
-                with contextlib.suppress(Exception):
-                    await rt.remove_sandbox(sb.id)
-            await rt.close()
-
-        with contextlib.suppress(Exception):
-            asyncio.run(go())
-        if os.path.isdir(root):
-            for cid in os.listdir(root):
-                subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
-            shutil.rmtree(root, ignore_errors=True)
-        kubelet_pods = os.path.join(data, "kubelet", "pods")
-        with open("/proc/self/mountinfo") as f:
-            mounts = [line.split()[4] for line in f if line.split()[4].startswith(kubelet_pods + "/")]
-        for mp in sorted(mounts, key=len, reverse=True):
-            subprocess.run(["umount", "-l", mp], capture_output=True)
+        remove_pods_left(self.node_dir(node), self.runc_root(node), "cni0")
 
     def healthy(self) -> bool:
         return all(p.proc.poll() is None for p in [*([self.server] if self.server else []), *self.agents.values()])

@@ -13,11 +13,12 @@ import contextlib
 import hashlib
 import ipaddress
 import logging
+from typing import Any
 
 from ..client import Client, Informer
 from . import netlink
 from .netlink import NetlinkError, run
-from .plan import AUTO, HOST_GW, VXLAN, PeerRoute, node_annotations, plan_routes
+from .plan import AUTO, HOST_GW, PUBLIC_IP, VXLAN, PeerRoute, node_annotations, plan_routes, route_inputs
 
 log = logging.getLogger("pyk8s.flannel")
 
@@ -59,6 +60,7 @@ class Flannel:
         self.uplink, self.uplink_mtu = "", 0
         self.mac = vtep_mac(node_name) if backend in (VXLAN, AUTO) else ""
         self.programmed: dict[str, PeerRoute] = {}
+        self._on_link: dict[str, bool] = {}  # peer address -> reached without a gateway
         self.informer: Informer | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -77,12 +79,16 @@ class Flannel:
         ann = node_annotations(self.backend, self.node_ip, self.mac, VNI)
         await self.client.patch(NODES, self.node_name, {"metadata": {"annotations": ann}})
         self.informer = Informer(self.client, NODES)
-        self.informer.add_handlers(lambda _n: self._wake.set(), lambda _o, _n: self._wake.set(),
-                                   lambda _n: self._wake.set())
+        self.informer.add_handlers(lambda _n: self._wake.set(), self._updated, lambda _n: self._wake.set())
         self.informer.start()
         self._task = asyncio.create_task(self._loop(), name="flannel")
         log.info("flannel: backend %s, subnet %s, public ip %s (uplink %s, pod MTU %d)", self.backend,
                  self.pod_cidr, self.node_ip, self.uplink or "?", self.mtu)
+
+    def _updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        # Nodes update their status every few seconds; only a change of what routes are made of wakes us
+        if route_inputs(old) != route_inputs(new):
+            self._wake.set()
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -113,15 +119,17 @@ class Flannel:
     async def reconcile(self, full: bool = False) -> None:
         assert self.informer is not None
         nodes = self.informer.list()
-        links: dict[str, bool] = {}
+        if full:
+            self._on_link.clear()  # addresses may have moved: ask again on each resync
         for n in nodes:  # ask the kernel once per peer address, outside the pure planner
-            ip = ((n.get("metadata") or {}).get("annotations") or {}).get("flannel.alpha.coreos.com/public-ip", "")
-            if ip and ip not in links:
+            ip = ((n.get("metadata") or {}).get("annotations") or {}).get(PUBLIC_IP, "")
+            if ip and ip not in self._on_link:
                 try:
                     ipaddress.ip_address(ip)
                 except ValueError:
                     continue
-                links[ip] = await netlink.on_link(ip)
+                self._on_link[ip] = await netlink.on_link(ip)
+        links = self._on_link
         want = plan_routes(self.node_name, self.node_ip, self.pod_cidr, nodes, self.backend,
                            lambda ip: links.get(ip, False))
         for subnet, old in list(self.programmed.items()):

@@ -47,6 +47,12 @@ def node_annotations(backend: str, public_ip: str, vtep_mac: str, vni: int) -> d
             KUBE_SUBNET_MANAGER: "true"}
 
 
+def route_inputs(node: dict[str, Any]) -> tuple[Any, ...]:
+    """What of a Node its route depends on (its status, changing every few seconds, is not)."""
+    ann = (node.get("metadata") or {}).get("annotations") or {}
+    return ((node.get("spec") or {}).get("podCIDR"), ann.get(PUBLIC_IP), ann.get(BACKEND_DATA), ann.get(BACKEND_TYPE))
+
+
 def _peer(node: dict[str, Any]) -> tuple[str, str, str] | None:
     """(podCIDR, public IP, VTEP MAC) of a node running flannel, None for any other node."""
     ann = (node.get("metadata") or {}).get("annotations") or {}
