@@ -178,6 +178,28 @@ def test_traffic_leaving_the_cluster_cidr_is_still_masqueraded(multi: Multi) -> 
         srv.close()
 
 
+def test_nodes_act_as_themselves_and_cannot_reroute_another_node(multi: Multi) -> None:
+    """Each agent holds its own system:node:<name> certificate (the Node authorizer and NodeRestriction apply): it
+    may annotate its own Node but not point another node's pod traffic somewhere else; kubectl logs reaches a pod
+    through its node's own kubelet port."""
+    n1, n2 = multi.nodes[0], multi.nodes[1]
+    kubeconfig = os.path.join(multi.dc.node_dir(n1), "pki", "kubelet.conf")
+    assert os.stat(kubeconfig).st_mode & 0o077 == 0
+
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True)
+
+    assert kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}").stdout == f"system:node:{n1.name}"
+    hijack = kubectl("annotate", "--overwrite", "node", n2.name, f"flannel.alpha.coreos.com/public-ip={n1.ip}")
+    assert hijack.returncode != 0 and "Forbidden" in hijack.stderr, hijack
+    assert (multi.node(n2.name) or {})["metadata"]["annotations"]["flannel.alpha.coreos.com/public-ip"] == n2.ip
+    assert kubectl("annotate", "--overwrite", "node", n1.name, "example.com/own=yes").returncode == 0
+    pod = multi.run_pod("says-hello", n2, "echo hello from $(hostname); sleep 3600")
+    logs = wait(lambda: subprocess.run(["kubectl", "--kubeconfig", multi.dc.kubeconfig, "logs", "says-hello"],
+                                       capture_output=True, text=True).stdout, 20, "kubectl logs")
+    assert logs == f"hello from {pod['metadata']['name']}\n"
+
+
 def test_a_deleted_node_loses_its_routes_everywhere(multi: Multi) -> None:
     n1, n2, n3 = multi.nodes
     cidr3 = (multi.node(n3.name) or {})["spec"]["podCIDR"]
@@ -334,3 +356,4 @@ def _cmdline_has(pid: str, text: str) -> bool:
             return text.encode() in f.read()
     except OSError:
         return False
+

@@ -36,7 +36,7 @@ from .http1 import FastRequest, HTTP1Protocol
 from .jsonwire import NEWLINE
 from .pretty import pretty_printing
 from .query_params import parse_bool, validate_field_manager
-from .request import RequestInfo, parse_path
+from .request import RequestInfo, name_from_field_selector, parse_path
 from .rest import RequestContext, RestStorage
 from .warning_headers import add_warnings, warning_value
 from .watchcache import CacheSet
@@ -512,10 +512,10 @@ class APIServer:
             return user
         return self.authenticator.authenticate(request.headers, peer)
 
-    def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str) -> None:
+    def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str, selected: str = "") -> None:
         if info.is_resource:
             attrs = RequestAttributes(verb=verb, api_group=info.group, resource=info.resource,
-                                      subresource=info.subresource, name=info.name,
+                                      subresource=info.subresource, name=info.name or selected,
                                       namespace=info.namespace or ("" if info.resource != "namespaces" else info.name),
                                       resource_request=True)
             if info.resource == "namespaces":
@@ -563,7 +563,8 @@ class APIServer:
             verb = "deletecollection"
         else:
             verb = VERB_BY_METHOD.get(m, m.lower())
-        self._authorize(user, info, verb, path)
+        selected = name_from_field_selector(q.get("fieldSelector")) if verb in ("list", "watch") else ""
+        self._authorize(user, info, verb, path, selected)
         fm = q.get("fieldManager", "")
         if fm and m in _OPTIONS_KIND:
             validate_field_manager(fm, _OPTIONS_KIND[m])

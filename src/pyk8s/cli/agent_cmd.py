@@ -46,6 +46,12 @@ def add_parser(sub: Any) -> None:
                    help="force a container runtime (default: runc, or the process fallback where runc cannot run)")
     p.add_argument("--cni-bridge", default="pyk8s0", help="Linux bridge of the pod network (default pyk8s0)")
     p.add_argument("--runc-root", default="", help="runc state directory (default /run/pyk8s/runc)")
+    p.add_argument("--tls-cert-file", default="", help="serving certificate of the kubelet's port (logs, exec, "
+                   "attach, port-forward from the API server); with --tls-private-key-file and --client-ca-file")
+    p.add_argument("--tls-private-key-file", default="", help="the key of --tls-cert-file")
+    p.add_argument("--client-ca-file", default="", help="CA whose client certificates may call the kubelet's port "
+                   "(the API server's); without the three, the port is not served")
+    p.add_argument("--port", type=int, default=10250, help="the kubelet's port (default 10250)")
     p.add_argument("--cluster-cidr", default="10.244.0.0/16",
                    help="the pod network of the whole cluster, as the server's: pod traffic within it is not "
                         "masqueraded (default 10.244.0.0/16)")
@@ -109,7 +115,8 @@ async def _agent(args: Any) -> int:
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
             runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=args.cluster_cidr,
-            flannel_backend=args.flannel_backend)
+            flannel_backend=args.flannel_backend, serving_cert_file=args.tls_cert_file,
+            serving_key_file=args.tls_private_key_file, client_ca_file=args.client_ca_file, port=args.port)
         from ..kubelet.images.registries import load_registries
 
         load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start

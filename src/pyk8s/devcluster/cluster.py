@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..datadir import ensure_private_dir
 from .cleanup import remove_pods_left
+from .credentials import node_credentials
 from .topology import NodeNet, Topology, in_netns
 
 STATE_FILE = "devcluster.json"
@@ -142,9 +143,11 @@ class DevCluster:
     def _start_server(self, timeout: float) -> None:
         o = self.opts
         host = self.topology.host_ip
+        # nodes act as themselves, as under kubeadm: the Node authorizer and NodeRestriction confine each to its own
         argv = [sys.executable, "-m", "pyk8s.cli", "server", "--data-dir", os.path.join(self.data_dir, "server"),
                 "--bind-address", host, "--advertise-address", host, "--port", str(o.port),
-                "--cluster-cidr", o.cluster_cidr, "--disable-agent", "--v", str(o.verbosity), *o.server_args]
+                "--cluster-cidr", o.cluster_cidr, "--disable-agent", "--authorization-mode", "Node,RBAC",
+                "--enable-admission-plugins", "NodeRestriction", "--v", str(o.verbosity), *o.server_args]
         self.progress(f"starting the API server on {host}")
         self.server = Process("server", argv, os.path.join(self.data_dir, "server.log"))
         self._write_state()
@@ -153,7 +156,11 @@ class DevCluster:
 
     def _start_agent(self, node: NodeNet) -> None:
         o = self.opts
-        argv = in_netns(node.netns, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", self.kubeconfig,
+        creds = node_credentials(os.path.join(self.data_dir, "server", "pki"), self.url, node.name, node.ip,
+                                 os.path.join(self.node_dir(node), "pki"))
+        argv = in_netns(node.netns, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", creds.kubeconfig,
+                        "--tls-cert-file", creds.serving_cert, "--tls-private-key-file", creds.serving_key,
+                        "--client-ca-file", creds.client_ca,
                         "--node-name", node.name, "--node-ip", node.ip, "--data-dir", self.node_dir(node),
                         "--runc-root", self.runc_root(node), "--cni-bridge", "cni0",
                         "--cluster-cidr", o.cluster_cidr, "--flannel-backend", o.flannel_backend,
