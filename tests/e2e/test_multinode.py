@@ -12,7 +12,6 @@ import contextlib
 import ipaddress
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -24,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pyk8s.devcluster import DevCluster, NodeNet, Options, in_netns
+from pyk8s.devcluster import DevCluster, NodeNet, Options, free_subnet, in_netns
 from tests.conftest import require
 from tests.e2e.kubelet_harness import CRI_LINE, IMAGE, Env, import_images, requirements
 
@@ -39,9 +38,8 @@ wait = Env.wait
 class Multi:
     def __init__(self, base: str, backend: str = "auto", nodes: int = 3, links: int = 1) -> None:
         tag = uuid.uuid4().hex[:4]
-        self.cluster_cidr = f"10.{random.randint(160, 199)}.0.0/16"
-        self.dc = DevCluster(Options(data_dir=base, nodes=nodes, prefix=f"nd{tag}",
-                                     node_network=f"10.{random.randint(100, 159)}.{random.randint(0, 255)}.0/24",
+        self.cluster_cidr = free_subnet("10", range(160, 200), 16)
+        self.dc = DevCluster(Options(data_dir=base, nodes=nodes, prefix=f"nd{tag}", node_network=free_subnet(),
                                      cluster_cidr=self.cluster_cidr, flannel_backend=backend, links=links,
                                      port=0))
         self.api: Any = None
@@ -292,7 +290,7 @@ def test_auto_backend_uses_host_gw_on_a_shared_link_and_vxlan_across_links(tmp_p
 
 def _start_cli(base: str, prefix: str, net: str) -> tuple[subprocess.Popen[str], list[str]]:
     argv = [sys.executable, "-m", "pyk8s.cli", "dev", "cluster", "--nodes", "2", "--data-dir", base, "--name", prefix,
-            "--node-network", net, "--cluster-cidr", f"10.{random.randint(160, 199)}.0.0/16", "--port", "0"]
+            "--node-network", net, "--cluster-cidr", free_subnet("10", range(160, 200), 16), "--port", "0"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     lines: list[str] = []
@@ -313,7 +311,7 @@ def test_dev_cluster_command_up_kubectl_and_teardown(tmp_path: Any, stop: str) -
     from pyk8s.devcluster import Topology
 
     requirements()
-    prefix, net = f"nd{uuid.uuid4().hex[:4]}", f"10.{random.randint(100, 159)}.{random.randint(0, 255)}.0/24"
+    prefix, net = f"nd{uuid.uuid4().hex[:4]}", free_subnet()
     base = str(tmp_path / "dev")
     proc, lines = _start_cli(base, prefix, net)
     try:

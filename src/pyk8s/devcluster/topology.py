@@ -15,8 +15,10 @@ pairs and whatever the nodes made inside go with them), then the host ends and t
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
+import random
 import subprocess
 from dataclasses import dataclass, field
 
@@ -33,6 +35,32 @@ def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check and r.returncode != 0:
         raise TopologyError(f"{' '.join(argv)}: {r.stderr.strip() or r.stdout.strip()}")
     return r
+
+
+def in_use(net: ipaddress.IPv4Network) -> str:
+    """A host address or route that overlaps net ("" when none): a node network must not shadow the host's own."""
+    routes = _run("ip", "-4", "-o", "route", "show", "table", "all", check=False).stdout.splitlines()
+    addrs = _run("ip", "-4", "-o", "addr", "show", check=False).stdout.splitlines()
+    for line in routes + addrs:
+        for word in line.split():
+            if word[:1].isdigit() and word.count(".") == 3:
+                with contextlib.suppress(ValueError):
+                    other = ipaddress.ip_network(word, strict=False)
+                    if other.prefixlen > 0 and other.overlaps(net):
+                        return line.strip()
+    return ""
+
+
+def free_subnet(first_octets: str = "172", second: range = range(20, 32), prefixlen: int = 24) -> str:
+    """A random <first>.<second>.x.0/<prefixlen> no host address or route touches (for tests and clusters side
+    by side on one machine)."""
+    for _ in range(100):
+        net = ipaddress.ip_network(f"{first_octets}.{random.choice(second)}.{random.randint(0, 255)}.0/{prefixlen}",
+                                   strict=False)
+        assert isinstance(net, ipaddress.IPv4Network)
+        if not in_use(net):
+            return str(net)
+    raise TopologyError(f"no free {first_octets}.x.y.0/{prefixlen} network on this machine")
 
 
 def in_netns(netns: str, *argv: str) -> list[str]:
@@ -103,6 +131,9 @@ class Topology:
 
     def create(self) -> None:
         """Make the bridges and the nodes' namespaces; on failure, remove what was made."""
+        for sub in self.subnets:
+            if used := in_use(sub):
+                raise TopologyError(f"node network {sub} is in use on this machine ({used}): choose another")
         try:
             for i, sub in enumerate(self.subnets):
                 br = self.bridge_of(i)
