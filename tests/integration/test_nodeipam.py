@@ -83,3 +83,15 @@ def test_node_ipam_controller_is_known_by_upstream_s_name(cluster: Cluster) -> N
     assert "nodeipam" in select_controllers(["*"])
     assert "nodeipam" not in select_controllers(["*", "-node-ipam-controller"])
     assert os.path.exists(cluster.kubeconfig)
+
+
+def test_the_controller_manager_process_allocates_too(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`pyk8s server --controller-manager-process` hands --allocate-node-cidrs and its --cluster-cidr to the child."""
+    c = Cluster(str(tmp_path_factory.mktemp("nodeipam-cm")),
+                extra_args=["--cluster-cidr", "10.78.0.0/16", "--controller-manager-process"])
+    c.start()
+    try:
+        c.kubectl("create", "-f", "-", input=node_manifest("n"))
+        assert wait(lambda: pod_cidrs(c, "n"), "podCIDRs of n", 30) == ["10.78.0.0/24"]
+    finally:
+        c.stop()
