@@ -198,6 +198,21 @@ def test_nodes_act_as_themselves_and_cannot_reroute_another_node(multi: Multi) -
     assert logs == f"hello from {pod['metadata']['name']}\n"
 
 
+def test_a_second_cluster_by_the_same_name_is_refused_and_takes_nothing_down(multi: Multi, tmp_path: Any) -> None:
+    from pyk8s.devcluster import TopologyError
+
+    clash = DevCluster(Options(data_dir=str(tmp_path), nodes=3, prefix=multi.dc.opts.prefix,
+                               node_network=free_subnet(), port=0))
+    with pytest.raises(TopologyError, match="already exist"):
+        clash.up()
+    busy = DevCluster(Options(data_dir=str(tmp_path), nodes=1, prefix=f"nd{uuid.uuid4().hex[:4]}",
+                              node_network=multi.dc.opts.node_network, port=0))
+    with pytest.raises(TopologyError, match="in use on this machine"):
+        busy.up()
+    assert len(multi.dc.topology.leftovers()) >= 1 + 2 * len(multi.nodes)  # bridge, veths, namespaces: all there
+    assert all(multi.node_ready(n.name) for n in multi.nodes)
+
+
 def test_a_deleted_node_loses_its_routes_everywhere(multi: Multi) -> None:
     n1, n2, n3 = multi.nodes
     cidr3 = (multi.node(n3.name) or {})["spec"]["podCIDR"]

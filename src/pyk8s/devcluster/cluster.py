@@ -118,6 +118,7 @@ class DevCluster:
 
     def up(self, timeout: float = 120.0, before_agents: Callable[[NodeNet, str], None] | None = None) -> None:
         """Bring everything up; on any failure take down what came up and raise."""
+        self.topology.check()  # a clash stops here, before there is anything of ours to take down
         ensure_private_dir(self.data_dir)
         self._write_state()
         try:

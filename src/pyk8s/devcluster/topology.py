@@ -131,9 +131,7 @@ class Topology:
 
     def create(self) -> None:
         """Make the bridges and the nodes' namespaces; on failure, remove what was made."""
-        for sub in self.subnets:
-            if used := in_use(sub):
-                raise TopologyError(f"node network {sub} is in use on this machine ({used}): choose another")
+        self.check()
         try:
             for i, sub in enumerate(self.subnets):
                 br = self.bridge_of(i)
@@ -145,6 +143,16 @@ class Topology:
         except Exception:
             self.destroy()
             raise
+
+    def check(self) -> None:
+        """Refuse, before making anything, names another cluster holds and networks the host already uses: a
+        clash must not lead to tearing down what is not ours."""
+        if taken := self.leftovers():
+            raise TopologyError(f"{', '.join(taken)} already exist on this machine: another cluster by the name "
+                                f"{self.prefix!r} runs (choose another name, or take that one down)")
+        for sub in self.subnets:
+            if used := in_use(sub):
+                raise TopologyError(f"node network {sub} is in use on this machine ({used}): choose another")
 
     def _create_node(self, n: NodeNet) -> None:
         _run("ip", "netns", "add", n.netns)

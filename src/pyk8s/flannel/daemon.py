@@ -60,6 +60,7 @@ class Flannel:
         self.uplink, self.uplink_mtu = "", 0
         self.mac = vtep_mac(node_name) if backend in (VXLAN, AUTO) else ""
         self.programmed: dict[str, PeerRoute] = {}
+        self.published = False
         self._on_link: dict[str, bool] = {}  # peer address -> reached without a gateway
         self.informer: Informer | None = None
         self._wake = asyncio.Event()
@@ -76,8 +77,7 @@ class Flannel:
     async def start(self) -> None:
         if not self.uplink_mtu:
             await self.prepare()
-        ann = node_annotations(self.backend, self.node_ip, self.mac, VNI)
-        await self.client.patch(NODES, self.node_name, {"metadata": {"annotations": ann}})
+        await self._publish()
         self.informer = Informer(self.client, NODES)
         self.informer.add_handlers(lambda _n: self._wake.set(), self._updated, lambda _n: self._wake.set())
         self.informer.start()
@@ -100,12 +100,23 @@ class Flannel:
             await self.informer.stop()
             self.informer = None
 
+    async def _publish(self) -> None:
+        """Our lease in our Node's annotations; until it is there, peers make no route to us (retried each loop)."""
+        ann = node_annotations(self.backend, self.node_ip, self.mac, VNI)
+        try:
+            await self.client.patch(NODES, self.node_name, {"metadata": {"annotations": ann}})
+            self.published = True
+        except Exception as e:  # noqa: BLE001 - the kubelet runs on; pods on this node just stay unreachable
+            log.warning("flannel: cannot annotate node %s: %s (retrying)", self.node_name, e)
+
     async def _loop(self) -> None:
         assert self.informer is not None
         await self.informer.wait_synced(None)
         full = True
         while True:
             self._wake.clear()
+            if not self.published:
+                await self._publish()
             try:
                 await self.reconcile(full)
             except Exception as e:  # noqa: BLE001 - keep routing; the next event or resync retries

@@ -202,7 +202,11 @@ class Kubelet:
 
             self.flannel = Flannel(self.client, self.node_name, self.node_manager.node_ip, cidr,
                                    self.config.flannel_backend)
-            await self.flannel.prepare()  # the pods' MTU depends on the backend and the uplink
+            try:
+                await self.flannel.prepare()  # the pods' MTU depends on the backend and the uplink
+            except OSError as e:  # no iproute2 here: pods run, reachable from this node only
+                log.warning("flannel disabled: %s", e)
+                self.flannel = None
         conflist = bridge_conflist(cidr, bridge=self.config.cni_bridge,
                                    data_dir=os.path.join(self.data_dir, "cni", "networks"),
                                    mtu=self.flannel.mtu if self.flannel else 0)
