@@ -300,6 +300,8 @@ class ServiceAllocator:
 
 def install(rest: RestStorage, service_cidr: str) -> ServiceAllocator:
     alloc = ServiceAllocator(service_cidr)
-    rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit])
+    from .default_ingress_class import default_ingress_class
+
+    rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit, default_ingress_class])
     rest.validating.append(quota_admission.admit_quota)
     return alloc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RequestInfo", "name_from_field_selector", "parse_path"]
+__all__ = ["RequestInfo", "parse_path"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,22 +74,3 @@ def _parse(path: str) -> RequestInfo:
                            rest[2] if len(rest) > 2 else "", (), legacy_watch)
     return RequestInfo(True, path, prefix, group, version, namespace, rest[0], rest[1] if len(rest) > 1 else "",
                        rest[2] if len(rest) > 2 else "", tuple(rest[3:]), legacy_watch)
-
-
-def name_from_field_selector(selector: str | None) -> str:
-    """The object a list or watch names with `fieldSelector=metadata.name=<name>`: upstream's RequestInfoFactory
-    gives it to authorizers as the request's name (so a kubelet may watch the one Secret its pod uses, and RBAC's
-    resourceNames allow such lists), when it is a valid path segment; "" otherwise."""
-    if not selector:
-        return ""
-    names = set()
-    for term in selector.split(","):
-        key, op, value = term.partition("==") if "==" in term else term.partition("=")
-        if key.strip() == "metadata.name" and op and not key.endswith("!"):
-            names.add(value.strip())
-    if len(names) != 1:
-        return ""
-    name = names.pop()
-    if not name or name in (".", "..") or "/" in name or "%" in name:
-        return ""
-    return name
