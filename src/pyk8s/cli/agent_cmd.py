@@ -60,7 +60,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan", "none"], default="auto",
                    help="routes to other nodes' pods: host-gw (a route via the node, same link only), vxlan "
                         "(flannel.1, UDP 8472, pod MTU 1450), auto (host-gw where the node shares a link, vxlan "
-                        "elsewhere; default) or none (docs/networking.md)")
+                        "elsewhere; default) or none (docs/multinode.md)")
+    p.add_argument("--flannel-kubeconfig", default="", metavar="FILE",
+                   help="flannel's own credentials (nodes get/list/watch, nodes/status patch: the ClusterRole "
+                        "flannel); needed when the node's identity may read only its own Node, as under the Node "
+                        "authorizer (default: the agent's)")
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
@@ -154,7 +158,7 @@ async def _agent(args: Any) -> int:
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
             runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=args.cluster_cidr,
-            flannel_backend=args.flannel_backend)
+            flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig)
         cfg.serving_cert_file, cfg.serving_key_file, cfg.client_ca_file = _serving(args, cfg.node_name, cfg.node_ip)
         from ..kubelet.images.registries import load_registries
 

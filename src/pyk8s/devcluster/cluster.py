@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..datadir import ensure_private_dir
 from .cleanup import remove_pods_left
@@ -154,6 +155,30 @@ class DevCluster:
         self._write_state()
         self.url = self.server.wait_for(API_LINE, timeout).group(1)
         self.progress(f"API server up at {self.url}")
+        self._bind_flannel_role()
+
+    def _bind_flannel_role(self) -> None:
+        from ..client import Client
+        from ..flannel.daemon import CLUSTER_ROLE
+        from .credentials import FLANNEL_USER
+
+        binding: dict[str, Any] = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                                   "metadata": {"name": "flannel"},
+                                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "flannel"},
+                                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                                 "name": FLANNEL_USER}]}
+
+        async def go() -> None:
+            client = Client.from_kubeconfig(self.kubeconfig)
+            try:
+                for plural, obj in (("clusterroles", CLUSTER_ROLE), ("clusterrolebindings", binding)):
+                    gvr = ("rbac.authorization.k8s.io", "v1", plural)
+                    await client.patch(gvr, "flannel", obj, patch_type="apply", field_manager="pyk8s-dev",
+                                       force=True)
+            finally:
+                await client.close()
+
+        asyncio.run(go())
 
     def _start_agent(self, node: NodeNet) -> None:
         o = self.opts
@@ -161,7 +186,7 @@ class DevCluster:
                                  os.path.join(self.node_dir(node), "pki"))
         argv = in_netns(node.netns, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", creds.kubeconfig,
                         "--tls-cert-file", creds.serving_cert, "--tls-private-key-file", creds.serving_key,
-                        "--client-ca-file", creds.client_ca,
+                        "--client-ca-file", creds.client_ca, "--flannel-kubeconfig", creds.flannel_kubeconfig,
                         "--node-name", node.name, "--node-ip", node.ip, "--data-dir", self.node_dir(node),
                         "--runc-root", self.runc_root(node), "--cni-bridge", "cni0",
                         "--cluster-cidr", o.cluster_cidr, "--flannel-backend", o.flannel_backend,

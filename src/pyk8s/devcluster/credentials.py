@@ -1,6 +1,7 @@
 """Each dev-cluster node's own identity, as kubeadm gives kubelets: a client certificate CN=system:node:<name>,
 O=system:nodes from the cluster CA (authorized by the Node authorizer and NodeRestriction, so a node can read
-and write only what its pods need), and a serving certificate for its port 10250."""
+and write only what its pods need), a serving certificate for its port 10250, and flannel's credentials
+(CN=system:flannel, bound to the flannel ClusterRole: it reads every Node, which a node identity may not)."""
 
 from __future__ import annotations
 
@@ -36,12 +37,16 @@ class FileCA:
             return serialization.load_pem_private_key(f.read(), None)  # type: ignore[return-value]
 
 
+FLANNEL_USER = "system:flannel"
+
+
 @dataclass
 class NodeCredentials:
     kubeconfig: str
     serving_cert: str
     serving_key: str
     client_ca: str
+    flannel_kubeconfig: str
 
 
 def node_credentials(pki_dir: str, server_url: str, node_name: str, node_ip: str, out_dir: str) -> NodeCredentials:
@@ -52,8 +57,12 @@ def node_credentials(pki_dir: str, server_url: str, node_name: str, node_ip: str
         ca_pem = f.read()
     cert, key = issue_client_cert(ca, f"system:node:{node_name}", ["system:nodes"])
     creds = NodeCredentials(os.path.join(out_dir, "kubelet.conf"), os.path.join(out_dir, "kubelet-serving.crt"),
-                            os.path.join(out_dir, "kubelet-serving.key"), ca.ca_cert_path)
+                            os.path.join(out_dir, "kubelet-serving.key"), ca.ca_cert_path,
+                            os.path.join(out_dir, "flannel.conf"))
     write_kubeconfig(creds.kubeconfig, server_url, ca_pem, cert, key, user=f"system:node:{node_name}")
+    # flannel's own identity, bound to the flannel ClusterRole (its DaemonSet's service account upstream)
+    fcert, fkey = issue_client_cert(ca, FLANNEL_USER)
+    write_kubeconfig(creds.flannel_kubeconfig, server_url, ca_pem, fcert, fkey, user=FLANNEL_USER)
     scert, skey = issue_serving_cert(ca, node_name, [node_name, node_ip])
     write_atomic(creds.serving_key, skey)
     write_atomic(creds.serving_cert, scert, 0o644)

@@ -31,6 +31,13 @@ VNI = 1
 # nodes deleted while the agent was down; 211 is unassigned in iproute2's rt_protos.
 ROUTE_PROTOCOL = "211"
 
+# What flannel's own identity needs (upstream's kube-flannel ClusterRole, less the pods it reads for its
+# DaemonSet): a kubelet's node identity may read only its own Node, not the others' leases.
+CLUSTER_ROLE: dict[str, Any] = {
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "flannel"},
+    "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+              {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]}]}
+
 
 def pod_mtu(backend: str, uplink_mtu: int) -> int:
     """The pods' MTU: the uplink's for host-gw; less the VXLAN overhead when packets may be encapsulated."""
@@ -104,7 +111,8 @@ class Flannel:
         """Our lease in our Node's annotations; until it is there, peers make no route to us (retried each loop)."""
         ann = node_annotations(self.backend, self.node_ip, self.mac, VNI)
         try:
-            await self.client.patch(NODES, self.node_name, {"metadata": {"annotations": ann}})
+            # through nodes/status, as flannel does: what its RBAC role (and a kubelet's own) may patch
+            await self.client.patch(NODES, self.node_name, {"metadata": {"annotations": ann}}, sub="status")
             self.published = True
         except Exception as e:  # noqa: BLE001 - the kubelet runs on; pods on this node just stay unreachable
             log.warning("flannel: cannot annotate node %s: %s (retrying)", self.node_name, e)

@@ -85,6 +85,7 @@ class KubeletConfig:
     registries_file: str = ""  # k3s-style registries.yaml (default <data-dir>/registries.yaml)
     cluster_cidr: str = ""  # pods' traffic within it keeps its source IP (not masqueraded); "": only the node's own
     flannel_backend: str = "none"  # routes to other nodes' pods (pyk8s.flannel): auto, host-gw, vxlan or none
+    flannel_kubeconfig: str = ""  # flannel's own identity (it lists every Node); "": the kubelet's
 
 
 def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -200,7 +201,10 @@ class Kubelet:
         if self.config.flannel_backend not in ("", "none"):
             from ..flannel import Flannel
 
-            self.flannel = Flannel(self.client, self.node_name, self.node_manager.node_ip, cidr,
+            fclient = self.client
+            if self.config.flannel_kubeconfig:
+                fclient = Client.from_kubeconfig(self.config.flannel_kubeconfig, user_agent="flannel/pyk8s")
+            self.flannel = Flannel(fclient, self.node_name, self.node_manager.node_ip, cidr,
                                    self.config.flannel_backend)
             try:
                 await self.flannel.prepare()  # the pods' MTU depends on the backend and the uplink
@@ -282,6 +286,9 @@ class Kubelet:
             if part is not None:
                 with contextlib.suppress(Exception):
                     await part.stop()
+        flannel = getattr(self, "flannel", None)
+        if flannel is not None and flannel.client is not self.client:
+            await flannel.client.close()
         for inf in (self.pod_informer, self.service_informer):
             if inf is not None:
                 await inf.stop()
