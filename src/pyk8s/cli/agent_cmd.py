@@ -68,6 +68,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
+    p.add_argument("--disable-network-policy", action="store_true",
+                   help="do not enforce NetworkPolicies on this node (default: enforce them with nftables, "
+                        "docs/networkpolicy.md)")
+    p.add_argument("--network-policy-kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig the network policy controller acts with: it lists every pod, namespace and "
+                        "policy, which a node's own credentials may not (default: the agent's connection)")
     p.add_argument("--ingress-kubeconfig", default=None, metavar="FILE",
                    help="run the Ingress controller for this node as the identity in FILE (the server's "
                         "<data-dir>/ingress.conf: user system:pyk8s-ingress); without it, none runs here")
@@ -176,6 +182,19 @@ async def _agent(args: Any) -> int:
         await kl.stop()
         await client.close()
         return 1
+    netpol = None
+    if not args.disable_network_policy:
+        from ..netpol.controller import start_for_node
+
+        if args.network_policy_kubeconfig:
+            from ..client import Client
+
+            np_client = Client.from_kubeconfig(args.network_policy_kubeconfig, user_agent="network-policy/pyk8s")
+            netpol = await start_for_node(np_client, cfg.node_name, owns_client=True)
+            if netpol is None:
+                await np_client.close()
+        else:
+            netpol = await start_for_node(client, cfg.node_name)
     from .. import gctune
 
     gctune.freeze()
@@ -195,6 +214,8 @@ async def _agent(args: Any) -> int:
             pass
     await stop.wait()
     print("pyk8s agent: stopping (pods keep running)", flush=True)
+    if netpol is not None:
+        await netpol.stop()  # its table stays: the pods keep running, and isolated
     if ingress is not None:
         await ingress.stop()
     await kl.stop()

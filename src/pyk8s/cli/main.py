@@ -110,10 +110,13 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager, ingress (repeatable)")
+                   help="components not to run: scheduler, controller-manager, ingress, network-policy, dns (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
+    from .dns_cmd import add_server_flags
+
+    add_server_flags(p)
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
@@ -152,6 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     from . import ingress_cmd
 
     ingress_cmd.add_parser(sub)
+    from . import netpol_cmd
+
+    netpol_cmd.add_parser(sub)
+    from . import dns_cmd
+
+    dns_cmd.add_parser(sub)
     from . import dev_cmd
 
     dev_cmd.add_parser(sub)
@@ -171,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         return agent_cmd.run(args)
     if args.command == "datastore":
         return datastore_cmd.run(args)
+    if args.command == "dns":
+        return dns_cmd.run(args)
     if args.command == "dev":
         return dev_cmd.run(args)
     if args.command == "sim":
@@ -181,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         return controller_manager_cmd.run(args)
     if args.command == "ingress":
         return ingress_cmd.run(args)
+    if args.command == "netpol":
+        return netpol_cmd.run(args)
     return 2
 
 

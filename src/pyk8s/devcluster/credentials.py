@@ -38,6 +38,7 @@ class FileCA:
 
 
 FLANNEL_USER = "system:flannel"
+NETWORK_POLICY_USER = "system:pyk8s:network-policy"  # the server's bootstrap policy binds its ClusterRole to it
 
 
 @dataclass
@@ -47,6 +48,7 @@ class NodeCredentials:
     serving_key: str
     client_ca: str
     flannel_kubeconfig: str
+    network_policy_kubeconfig: str
 
 
 def node_credentials(pki_dir: str, server_url: str, node_name: str, node_ip: str, out_dir: str) -> NodeCredentials:
@@ -58,11 +60,13 @@ def node_credentials(pki_dir: str, server_url: str, node_name: str, node_ip: str
     cert, key = issue_client_cert(ca, f"system:node:{node_name}", ["system:nodes"])
     creds = NodeCredentials(os.path.join(out_dir, "kubelet.conf"), os.path.join(out_dir, "kubelet-serving.crt"),
                             os.path.join(out_dir, "kubelet-serving.key"), ca.ca_cert_path,
-                            os.path.join(out_dir, "flannel.conf"))
+                            os.path.join(out_dir, "flannel.conf"), os.path.join(out_dir, "network-policy.conf"))
     write_kubeconfig(creds.kubeconfig, server_url, ca_pem, cert, key, user=f"system:node:{node_name}")
-    # flannel's own identity, bound to the flannel ClusterRole (its DaemonSet's service account upstream)
-    fcert, fkey = issue_client_cert(ca, FLANNEL_USER)
-    write_kubeconfig(creds.flannel_kubeconfig, server_url, ca_pem, fcert, fkey, user=FLANNEL_USER)
+    # the node's network components act as themselves: they read every Node, pod and policy, which a node
+    # identity may not (flannel's own, bound to the flannel ClusterRole, is its DaemonSet's service account upstream)
+    for path, user in ((creds.flannel_kubeconfig, FLANNEL_USER), (creds.network_policy_kubeconfig, NETWORK_POLICY_USER)):
+        ucert, ukey = issue_client_cert(ca, user)
+        write_kubeconfig(path, server_url, ca_pem, ucert, ukey, user=user)
     scert, skey = issue_serving_cert(ca, node_name, [node_name, node_ip])
     write_atomic(creds.serving_key, skey)
     write_atomic(creds.serving_cert, scert, 0o644)
