@@ -95,8 +95,15 @@ def controller_manager_process(server: Any, verbosity: int = 0, local_storage: b
     return _component_process(server, "controller-manager", "controller-manager.conf",
                               "system:kube-controller-manager", ["system:masters"], verbosity,
                               ("--cluster-signing-cert-file", str(server.pki.ca_cert_path),
-                               "--cluster-signing-key-file", str(server.pki.ca_key_path))
+                               "--cluster-signing-key-file", str(server.pki.ca_key_path),
+                               "--allocate-node-cidrs", "--cluster-cidr", server.config.cluster_cidr)
                               + (("--controllers", "*,local-path-provisioner") if local_storage else ()))
+
+
+def node_ipam_options(server: Any) -> dict[str, Any]:
+    """The node-ipam-controller's settings from the server's --cluster-cidr (k3s and kubeadm turn on
+    kube-controller-manager's --allocate-node-cidrs with the cluster CIDR the same way)."""
+    return {"allocate_node_cidrs": True, "cluster_cidr": server.config.cluster_cidr}
 
 
 def cluster_signing_options(server: Any) -> dict[str, Any]:
@@ -150,7 +157,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         client = component_client(server, "system:kube-controller-manager", ["system:masters"],
                                   "kube-controller-manager/pyk8s")
         cm = ControllerManager(client, controllers=server_controllers(disabled),
-                               root_ca=server.pki.ca_cert_path.read_bytes(), options=cluster_signing_options(server))
+                               root_ca=server.pki.ca_cert_path.read_bytes(),
+                               options={**cluster_signing_options(server), **node_ipam_options(server)})
         await cm.start()
         started.append(cm)
         await _default_service_account(client)

@@ -8,7 +8,6 @@ then removes whatever a failed test may have left: sandboxes, the bridge, the ru
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import glob
 import json
@@ -289,28 +288,9 @@ class Env:
 
 def force_cleanup(data: str, bridge: str, runc_root: str) -> None:
     """Remove sandboxes and containers a failed test left, the bridge and the runc root."""
-    from pyk8s.kubelet.runtime.cni import CNI, bridge_conflist
-    from pyk8s.kubelet.runtime.runc import RuncRuntime
+    from pyk8s.devcluster.cleanup import remove_pods_left
 
-    async def go() -> None:
-        if not os.path.isdir(os.path.join(data, "runtime")):
-            return
-        rt = RuncRuntime(data, cni=CNI(bridge_conflist("10.0.0.0/24", bridge=bridge,
-                                                       data_dir=os.path.join(data, "cni", "networks"))),
-                         runc_root=runc_root)
-        for sb in await rt.list_sandboxes():
-            with contextlib.suppress(Exception):
-                await rt.remove_sandbox(sb.id)
-        for c in await rt.list_containers():
-            with contextlib.suppress(Exception):
-                await rt.remove_container(c.id)
-
-    asyncio.run(go())
-    kubelet_pods = os.path.join(data, "kubelet", "pods")
-    with open("/proc/self/mountinfo") as f:
-        mounts = [line.split()[4] for line in f if line.split()[4].startswith(kubelet_pods + "/")]
-    for mp in sorted(mounts, key=len, reverse=True):
-        subprocess.run(["umount", "-l", mp], capture_output=True)
+    remove_pods_left(data, runc_root, bridge)
     subprocess.run(["ip", "link", "del", bridge], capture_output=True)
     rules = subprocess.run(["iptables", "-t", "nat", "-S", "POSTROUTING"], capture_output=True, text=True).stdout
     for line in rules.splitlines():  # the kubelet's node-wide masquerade rule for this bridge
@@ -318,10 +298,6 @@ def force_cleanup(data: str, bridge: str, runc_root: str) -> None:
             import shlex
 
             subprocess.run(["iptables", "-t", "nat", "-D", *shlex.split(line)[1:]], capture_output=True)
-    if os.path.isdir(runc_root):
-        for cid in os.listdir(runc_root):
-            subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
-        shutil.rmtree(runc_root, ignore_errors=True)
 
 
 def all_started(p: dict[str, Any]) -> bool:

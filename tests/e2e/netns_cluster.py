@@ -2,9 +2,10 @@
 
 The layout is the one of a small cluster of machines on one link:
 
-    host:  bridge pkn<tag>  172.A.B.1/24  <- pyk8s server (--bind-address/--advertise-address)
-    node i: netns pkn<tag>-<i>, eth0 = 172.A.B.(10+i)/24 on that bridge, default route via .1,
+    host:  bridge pkn<tag>br  172.A.B.1/24  <- pyk8s server (--bind-address/--advertise-address)
+    node i: netns pkn<tag>-node<i+1>, eth0 = 172.A.B.(11+i)/24 on that bridge, default route via .1,
             `pyk8s agent` (kubelet + whatever the agent runs for its node) started with nsenter --net
+            (the bridge, namespaces and veths are `pyk8s dev cluster`'s: pyk8s.devcluster.Topology)
 
 Each node has its own kubelet port 10250, CNI bridge, nftables and routes, so modules using
 this harness do not collide with each other, with the host-network kubelet tests (group
@@ -37,6 +38,7 @@ import sys
 import uuid
 from typing import Any
 
+from pyk8s.devcluster import Topology, free_subnet
 from tests.cluster import REPO, Cluster
 from tests.conftest import require, require_binary
 from tests.e2e.kubelet_harness import IMAGE, Agent, Env, import_images, requirements
@@ -54,17 +56,6 @@ def _ip(*args: str, netns: str = "", check: bool = True) -> subprocess.Completed
     if check and r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
     return r
-
-
-def _free_subnet() -> ipaddress.IPv4Network:
-    """A 172.16/12 /24 that no address or route on the host uses yet."""
-    used = subprocess.run(["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True).stdout
-    used += subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True).stdout
-    for _ in range(100):
-        net = ipaddress.ip_network(f"172.{random.randint(20, 31)}.{random.randint(0, 255)}.0/24")
-        if str(net.network_address)[:-1] not in used:
-            return net
-    raise RuntimeError("no free 172.x.y.0/24 for the node link")
 
 
 class NetnsAgent(Agent):
@@ -87,10 +78,11 @@ class NetnsCluster(Env):
         self.tag = uuid.uuid4().hex[:6]
         self.base = base
         self.images = images
-        self.link = _free_subnet()
-        hosts = list(self.link.hosts())
-        self.host_ip = str(hosts[0])
-        self.bridge_host = f"pkn{self.tag}"
+        # the network is pyk8s dev cluster's (pyk8s.devcluster.Topology): one bridge, a namespace per node
+        self.topology = Topology(f"pkn{self.tag}", free_subnet(), nodes)
+        self.link = ipaddress.ip_network(self.topology.node_network)
+        self.host_ip = self.topology.host_ip
+        self.bridge_host = self.topology.bridge
         self.net = f"10.{random.randint(60, 250)}"
         self.cluster_cidr = f"{self.net}.0.0/16"
         self.cluster = Cluster(os.path.join(base, "server"), extra_args=[
@@ -100,9 +92,8 @@ class NetnsCluster(Env):
         self.node_ips: list[str] = []
         self.node_names: list[str] = []
         self.agents: list[NetnsAgent] = []
-        for i in range(nodes):
-            ns = f"pkn{self.tag}-{i}"
-            ip = str(hosts[9 + i])
+        for i, node in enumerate(self.topology.nodes):
+            ns, ip = node.netns, node.ip
             name = f"nn-{self.tag}-{i}"
             self.netns.append(ns)
             self.node_ips.append(ip)
@@ -120,21 +111,7 @@ class NetnsCluster(Env):
     # ---- bring-up
 
     def _link_up(self) -> None:
-        _ip("link", "add", self.bridge_host, "type", "bridge")
-        _ip("addr", "add", f"{self.host_ip}/{self.link.prefixlen}", "dev", self.bridge_host)
-        _ip("link", "set", self.bridge_host, "up")
-        for i, (ns, ip) in enumerate(zip(self.netns, self.node_ips, strict=True)):
-            host_end, node_end = f"pkn{self.tag}h{i}", f"pkn{self.tag}n{i}"
-            _ip("netns", "add", ns)
-            _ip("link", "add", host_end, "type", "veth", "peer", "name", node_end)
-            _ip("link", "set", node_end, "netns", ns)
-            _ip("link", "set", host_end, "master", self.bridge_host, "up")
-            _ip("link", "set", node_end, "name", "eth0", netns=ns)
-            _ip("addr", "add", f"{ip}/{self.link.prefixlen}", "dev", "eth0", netns=ns)
-            _ip("link", "set", "eth0", "up", netns=ns)
-            _ip("link", "set", "lo", "up", netns=ns)
-            _ip("route", "add", "default", "via", self.host_ip, netns=ns)
-            self.node_exec(i, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        self.topology.create()
 
     def start(self, images: tuple[str, ...] | None = None) -> NetnsCluster:
         netns_requirements()
@@ -215,10 +192,7 @@ class NetnsCluster(Env):
                 self._cleanup_node(i, a)
             for cidr in self._routes:
                 _ip("route", "del", cidr, check=False)
-            for i, ns in enumerate(self.netns):
-                _ip("link", "del", f"pkn{self.tag}h{i}", check=False)
-                _ip("netns", "del", ns, check=False)
-            _ip("link", "del", self.bridge_host, check=False)
+            self.topology.destroy()
 
     def _cleanup_node(self, i: int, a: NetnsAgent) -> None:
         """kubelet_harness.force_cleanup, run inside the node's namespace (CNI DEL must find its bridge)."""

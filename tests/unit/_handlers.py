@@ -33,7 +33,7 @@ async def start_handlers(tmp: Path) -> Handlers:
     store._on_events = caches.on_events
     await store.start()
     rest = RestStorage(store, caches, registry)
-    admission.install(rest, "10.96.0.0/12", "10.244.0.0/16")
+    admission.install(rest, "10.96.0.0/12")
     return Handlers(registry, store, rest, ResourceHandler(rest, registry))
 
 

@@ -20,7 +20,7 @@ PKG = SRC / "pyk8s"
 
 # Below the API server: the packages, and the top-level modules they use.
 LOWER = ("api", "storage", "client", "controllers", "scheduler", "kubelet", "sim", "proxy", "dns", "ingress", "netpol",
-         "quota", "streaming", "pki.py", "datadir.py", "tlsdefaults.py", "klog.py")
+         "flannel", "quota", "streaming", "pki.py", "datadir.py", "tlsdefaults.py", "klog.py")
 # What none of them may import.
 FORBIDDEN = ("pyk8s.apiserver", "pyk8s.cluster", "pyk8s.cli")
 # The API server's clients, which it may not import (nor the assembly above it).

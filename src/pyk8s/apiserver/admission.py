@@ -1,8 +1,9 @@
 """Built-in admission plug-ins, as upstream's defaults enable them.
 
 Mutating: ServiceAccount (pod identity and the projected kube-api-access volume),
-DefaultTolerationSeconds, Priority, service ClusterIP/NodePort allocation, node podCIDR
-allocation. Validating checks that need other objects live here too.
+DefaultTolerationSeconds, Priority, service ClusterIP/NodePort allocation. Validating checks
+that need other objects live here too. (Node podCIDRs come from the node-ipam-controller,
+controllers/nodeipam.py, as upstream's kube-controller-manager gives them.)
 """
 
 from __future__ import annotations
@@ -299,68 +300,11 @@ class ServiceAllocator:
                 p.pop("nodePort", None)
 
 
-class NodeCIDRAllocator:
-    """A /24 podCIDR per node from the cluster CIDR (what kube-controller-manager's IPAM does upstream).
-
-    O(1) per node: a cursor walks the subnets arithmetically and a set remembers what is taken
-    (nodes in the cache when the first node is allocated, explicit podCIDRs, our allocations);
-    scanning every node and every subnet per create made registering 5,000 nodes quadratic."""
-
-    def __init__(self, cluster_cidr: str = "10.244.0.0/16", mask: int = 24) -> None:
-        self.net = ipaddress.ip_network(cluster_cidr)
-        self.mask = mask
-        self._pending: dict[str, float] = {}
-        self._taken: set[str] | None = None
-        self._cursor = 0
-        self._count = 1 << max(mask - self.net.prefixlen, 0)
-        self._size = 1 << (self.net.max_prefixlen - mask)
-        self._exhausted = False
-
-    def _nth(self, i: int) -> str:
-        return str(ipaddress.ip_network((int(self.net.network_address) + i * self._size, self.mask)))
-
-    async def admit(self, rest: RestStorage, res: Resource, op: str, node: dict[str, Any],
-                    old: dict[str, Any] | None, ctx: RequestContext) -> None:
-        if res.group_kind != ("", "Node"):
-            return
-        spec = node.setdefault("spec", {})
-        if old is not None:
-            ospec = old.get("spec") or {}
-            if not spec.get("podCIDR") and ospec.get("podCIDR"):
-                spec["podCIDR"] = ospec["podCIDR"]
-                spec["podCIDRs"] = ospec.get("podCIDRs") or [ospec["podCIDR"]]
-            return
-        if self._taken is None:
-            cache = await rest.cache_for(res)
-            self._taken = {c for n in cache.list(None) if (c := (n.get("spec") or {}).get("podCIDR"))}
-        hold = not ctx.dry_run  # a dry run reports a free subnet and takes none
-        if spec.get("podCIDR"):
-            spec.setdefault("podCIDRs", [spec["podCIDR"]])
-            if hold:
-                self._taken.add(spec["podCIDR"])
-            return
-        if self._exhausted or self.mask < self.net.prefixlen:
-            return
-        for step in range(self._count):
-            i = (self._cursor + step) % self._count
-            s = self._nth(i)
-            if s not in self._taken:
-                if hold:
-                    self._cursor = i + 1
-                    self._taken.add(s)
-                    self._pending[s] = time.monotonic()
-                spec["podCIDR"] = s
-                spec["podCIDRs"] = [s]
-                return
-        self._exhausted = True
-
-
-def install(rest: RestStorage, service_cidr: str, cluster_cidr: str) -> ServiceAllocator:
+def install(rest: RestStorage, service_cidr: str) -> ServiceAllocator:
     alloc = ServiceAllocator(service_cidr)
-    nodes = NodeCIDRAllocator(cluster_cidr)
     from .default_ingress_class import default_ingress_class
 
-    rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit, nodes.admit,
+    rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit,
                           default_ingress_class])
     rest.mutating.extend([storage_admission.default_storage_class, storage_admission.storage_object_in_use_protection,
                           storage_admission.warn_recycle])

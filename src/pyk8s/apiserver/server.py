@@ -202,7 +202,7 @@ class APIServer:
         self.handler = ResourceHandler(self.rest, self.registry, cfg.bookmark_interval)
         from . import admission
 
-        self.allocator = admission.install(self.rest, cfg.service_cidr, cfg.cluster_cidr)
+        self.allocator = admission.install(self.rest, cfg.service_cidr)
         from .admission_plugins import apply as apply_admission_plugins
 
         apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))

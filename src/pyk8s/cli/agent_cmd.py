@@ -54,6 +54,17 @@ def add_parser(sub: Any) -> None:
                    help="serving certificate for port 10250 (default: a self-signed one in <data-dir>/pki, as "
                         "upstream's kubelet makes)")
     p.add_argument("--tls-private-key-file", default=None, metavar="FILE", help="the key of --tls-cert-file")
+    p.add_argument("--cluster-cidr", default="10.244.0.0/16",
+                   help="the pod network of the whole cluster, as the server's: pod traffic within it is not "
+                        "masqueraded (default 10.244.0.0/16)")
+    p.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan", "none"], default="auto",
+                   help="routes to other nodes' pods: host-gw (a route via the node, same link only), vxlan "
+                        "(flannel.1, UDP 8472, pod MTU 1450), auto (host-gw where the node shares a link, vxlan "
+                        "elsewhere; default) or none (docs/multinode.md)")
+    p.add_argument("--flannel-kubeconfig", default="", metavar="FILE",
+                   help="flannel's own credentials (nodes get/list/watch, nodes/status patch: the ClusterRole "
+                        "flannel); needed when the node's identity may read only its own Node, as under the Node "
+                        "authorizer (default: the agent's)")
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
@@ -152,7 +163,8 @@ async def _agent(args: Any) -> int:
             eviction_transition=args.eviction_pressure_transition_period,
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
-            runc_root=args.runc_root, registries_file=args.private_registry or "")
+            runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=args.cluster_cidr,
+            flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig)
         cfg.serving_cert_file, cfg.serving_key_file, cfg.client_ca_file = _serving(args, cfg.node_name, cfg.node_ip)
         from ..kubelet.images.registries import load_registries
 

@@ -64,6 +64,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cluster-signing-duration", type=go_duration, default=365 * 24 * 3600.0, metavar="DURATION",
                    help="the longest lifetime of a signed certificate; a CSR's expirationSeconds may ask "
                         "for less (default 8760h0m0s)")
+    p.add_argument("--allocate-node-cidrs", default=False, action=argparse_bool(), nargs="?", const=True,
+                   help="give each Node a pod CIDR from --cluster-cidr (node-ipam-controller; default false)")
+    p.add_argument("--cluster-cidr", default="", help="the pods' network, e.g. 10.244.0.0/16")
+    p.add_argument("--node-cidr-mask-size", type=int, default=0,
+                   help="prefix length of each Node's pod CIDR (default 24 for IPv4, 64 for IPv6)")
     p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
 
 
@@ -81,6 +86,15 @@ def validate(args: Any) -> str | None:
     """Upstream's checks of the signing files and leader election flags."""
     if bool(getattr(args, "cluster_signing_cert_file", None)) != bool(getattr(args, "cluster_signing_key_file", None)):
         return "cannot specify --cluster-signing-cert-file without --cluster-signing-key-file or the other way around"
+    if getattr(args, "allocate_node_cidrs", False):
+        from ..controllers.nodeipam import CIDRSet, default_mask_size
+
+        if not args.cluster_cidr:
+            return "--cluster-cidr is required when --allocate-node-cidrs is true"
+        try:
+            CIDRSet(args.cluster_cidr, args.node_cidr_mask_size or default_mask_size(args.cluster_cidr))
+        except ValueError as e:
+            return f"--cluster-cidr {args.cluster_cidr}: {e}"
     if not args.leader_elect:
         return None
     if args.leader_elect_lease_duration <= args.leader_elect_renew_deadline:
@@ -115,7 +129,9 @@ async def _main(args: Any) -> int:
                                    "retry_period": args.leader_elect_retry_period},
                "cluster_signing_cert_file": args.cluster_signing_cert_file,
                "cluster_signing_key_file": args.cluster_signing_key_file,
-               "cluster_signing_duration": args.cluster_signing_duration}
+               "cluster_signing_duration": args.cluster_signing_duration,
+               "allocate_node_cidrs": args.allocate_node_cidrs, "cluster_cidr": args.cluster_cidr,
+               "node_cidr_mask_size": args.node_cidr_mask_size}
     cm = ControllerManager(client, names, leader_elect=args.leader_elect, root_ca=root_ca, options=options,
                            exit_on_lost_leadership=True)
     await cm.start()

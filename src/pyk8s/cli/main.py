@@ -103,6 +103,9 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--max-mutating-requests-inflight", type=int, default=200, metavar="N",
                    help="mutating requests in flight at most (default 200; 0: no limit)")
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
+    p.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan", "none"], default="none",
+                   help="routes from this machine's kubelet to other nodes' pods, as `pyk8s agent`'s (default none: "
+                        "this node's pods reach only its own; give auto when agents join from other machines)")
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
@@ -159,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import dns_cmd
 
     dns_cmd.add_parser(sub)
+    from . import dev_cmd
+
+    dev_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -177,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         return datastore_cmd.run(args)
     if args.command == "dns":
         return dns_cmd.run(args)
+    if args.command == "dev":
+        return dev_cmd.run(args)
     if args.command == "sim":
         return sim_cmd.run(args)
     if args.command == "scheduler":

@@ -45,6 +45,7 @@ KNOWN: dict[str, str] = {
     "persistentvolume-expander": "pyk8s.controllers.volume_expand:ExpandController",
     "pvc-protection": "pyk8s.controllers.volume_protection:PVCProtectionController",
     "pv-protection": "pyk8s.controllers.volume_protection:PVProtectionController",
+    "nodeipam": "pyk8s.controllers.nodeipam:NodeIPAMController",
 }
 # Not kube-controller-manager's: what `pyk8s server` adds to it, as k3s runs its local-path provisioner
 # beside it (`pyk8s server --disable local-storage` leaves it out).
@@ -81,6 +82,7 @@ CANONICAL: dict[str, str] = {
     "persistentvolume-expander": "persistentvolume-expander-controller",
     "pvc-protection": "persistentvolumeclaim-protection-controller",
     "pv-protection": "persistentvolume-protection-controller",
+    "nodeipam": "node-ipam-controller",
 }
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
 

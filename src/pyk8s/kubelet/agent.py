@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import ipaddress
 import logging
 import os
+import shlex
 import shutil
 import socket
 import threading
@@ -81,6 +83,9 @@ class KubeletConfig:
     client_ca_file: str = ""
     port: int = 10250
     registries_file: str = ""  # k3s-style registries.yaml (default <data-dir>/registries.yaml)
+    cluster_cidr: str = ""  # pods' traffic within it keeps its source IP (not masqueraded); "": only the node's own
+    flannel_backend: str = "none"  # routes to other nodes' pods (pyk8s.flannel): auto, host-gw, vxlan or none
+    flannel_kubeconfig: str = ""  # flannel's own identity (it lists every Node); "": the kubelet's
 
 
 def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -195,9 +200,24 @@ class Kubelet:
         if not cidr:
             cidr = "10.244.0.0/24"
             log.warning("node %s has no podCIDR; using %s", self.node_name, cidr)
+        self.flannel: Any = None
+        if self.config.flannel_backend not in ("", "none"):
+            from ..flannel import Flannel
+
+            fclient = self.client
+            if self.config.flannel_kubeconfig:
+                fclient = Client.from_kubeconfig(self.config.flannel_kubeconfig, user_agent="flannel/pyk8s")
+            self.flannel = Flannel(fclient, self.node_name, self.node_manager.node_ip, cidr,
+                                   self.config.flannel_backend)
+            try:
+                await self.flannel.prepare()  # the pods' MTU depends on the backend and the uplink
+            except OSError as e:  # no iproute2 here: pods run, reachable from this node only
+                log.warning("flannel disabled: %s", e)
+                self.flannel = None
         conflist = bridge_conflist(cidr, bridge=self.config.cni_bridge,
-                                   data_dir=os.path.join(self.data_dir, "cni", "networks"))
-        if await ensure_masquerade(cidr, self.config.cni_bridge):
+                                   data_dir=os.path.join(self.data_dir, "cni", "networks"),
+                                   mtu=self.flannel.mtu if self.flannel else 0)
+        if await ensure_masquerade(cidr, self.config.cni_bridge, self.config.cluster_cidr):
             conflist["plugins"][0]["ipMasq"] = False  # one node-wide rule instead of a chain per pod
         cni = CNI(conflist)
         kw: dict[str, Any] = {"image_store": self.image_store, "cni": cni, "pod_cidr": cidr}
@@ -222,6 +242,8 @@ class Kubelet:
         await self.node_manager.update_status(force=True)
         self.node_manager.event("Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
         self.node_manager.start()
+        if self.flannel is not None:
+            await self.flannel.start()
         self.static.start()
         self.pleg.start()
         self._tasks = [asyncio.create_task(self._housekeeping(), name="kubelet-housekeeping"),
@@ -263,10 +285,13 @@ class Kubelet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._tasks = []
-        for part in (self.static, self.pleg, self.node_manager):
+        for part in (self.static, self.pleg, self.node_manager, getattr(self, "flannel", None)):
             if part is not None:
                 with contextlib.suppress(Exception):
                     await part.stop()
+        flannel = getattr(self, "flannel", None)
+        if flannel is not None and flannel.client is not self.client:
+            await flannel.client.close()
         for inf in (self.pod_informer, self.service_informer):
             if inf is not None:
                 await inf.stop()
@@ -552,8 +577,12 @@ def _dir_size(path: str) -> int:
     return total
 
 
-def masquerade_rule(cidr: str, bridge: str) -> list[str]:
-    return ["POSTROUTING", "-s", cidr, "!", "-d", cidr, "-m", "comment", "--comment",
+def masquerade_rule(cidr: str, bridge: str, cluster_cidr: str = "") -> list[str]:
+    """As flannel's: traffic to other pods (the cluster CIDR) keeps its source IP, so pods on other nodes see the
+    client pod's address; only what leaves the pod network is masqueraded."""
+    pods, cluster = ipaddress.ip_network(cidr, strict=False), ipaddress.ip_network(cluster_cidr or cidr, strict=False)
+    keep = cluster_cidr if pods.version == cluster.version and pods.subnet_of(cluster) else cidr  # type: ignore[arg-type]
+    return ["POSTROUTING", "-s", cidr, "!", "-d", keep, "-m", "comment", "--comment",
             f"pyk8s {bridge} pod network masquerade", "-j", "MASQUERADE"]
 
 
@@ -566,21 +595,38 @@ async def _iptables(*args: str) -> int:
     return await proc.wait()
 
 
-async def ensure_masquerade(cidr: str, bridge: str) -> bool:
+async def ensure_masquerade(cidr: str, bridge: str, cluster_cidr: str = "") -> bool:
     """SNAT what pods send beyond their network, with one node-wide rule (as kubenet and flannel do).
 
     The bridge plugin's ipMasq makes a chain and rules per pod: several iptables runs, serialised on the
     xtables lock, for every sandbox created and deleted. False when iptables is not usable here.
     """
-    rule = masquerade_rule(cidr, bridge)
+    rule = masquerade_rule(cidr, bridge, cluster_cidr)
+    await remove_masquerade(cidr, bridge, keep=rule)  # one from before a change of --cluster-cidr
     if await _iptables("-t", "nat", "-C", *rule) == 0:
         return True
     return await _iptables("-t", "nat", "-A", *rule) == 0
 
 
-async def remove_masquerade(cidr: str, bridge: str) -> None:
-    while await _iptables("-t", "nat", "-D", *masquerade_rule(cidr, bridge)) == 0:
-        pass
+async def remove_masquerade(cidr: str, bridge: str, keep: list[str] | None = None) -> None:
+    """Remove this bridge's masquerade rules (but `keep`), whatever cluster CIDR they were made for."""
+    try:
+        proc = await asyncio.create_subprocess_exec("iptables", "-w", "5", "-t", "nat", "-S", "POSTROUTING",
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    except OSError:
+        return
+    out, _ = await proc.communicate()
+    comment = f"pyk8s {bridge} pod network masquerade"
+    for line in out.decode().splitlines():
+        rule = shlex.split(line)[1:]  # "-A POSTROUTING ..." as iptables prints it
+        if comment in rule and "-s" in rule and rule[rule.index("-s") + 1] in (cidr, cidr.split("/")[0] + "/32") \
+                and (keep is None or not _same_rule(rule, keep)):
+            await _iptables("-t", "nat", "-D", *rule)
+
+
+def _same_rule(printed: list[str], wanted: list[str]) -> bool:
+    """iptables -S prints the match module before the comment ("-m comment --comment"): compare as sets of words."""
+    return sorted(printed) == sorted(wanted)
 
 
 def use_cheap_subprocesses() -> None:
@@ -742,7 +788,9 @@ async def start_local_agent(server: Any, args: Any, component_client: Callable[.
                                            registries_file=registries_file,
                                            # the same DNS the server's cluster DNS serves (docs/dns.md)
                                            cluster_dns=_server_cluster_dns(args),
-                                           cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local"))
+                                           cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local",
+                                           cluster_cidr=server.config.cluster_cidr,
+                                           flannel_backend=getattr(args, "flannel_backend", None) or "none"))
         kl.owns_client = True
         return kl
 

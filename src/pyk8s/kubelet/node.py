@@ -241,7 +241,7 @@ class NodeManager:
             cidr = (self.node.get("spec") or {}).get("podCIDR") or ""
             if cidr or time.monotonic() > deadline:
                 return str(cidr)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.2)  # the node-ipam-controller patches it in shortly after registration
             self.node = await self.client.get(NODES, self.name)
 
     # ---- status
