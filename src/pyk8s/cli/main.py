@@ -84,7 +84,8 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager (repeatable)")
+                   help="components not to run: scheduler, controller-manager, proxy (the service proxy and the "
+                        "built-in load balancer, servicelb) (repeatable)")
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
@@ -120,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import datastore_cmd
 
     datastore_cmd.add_parser(sub)
+    from . import proxy_cmd
+
+    proxy_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -142,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         return scheduler_cmd.run(args)
     if args.command == "controller-manager":
         return controller_manager_cmd.run(args)
+    if args.command == "proxy":
+        return proxy_cmd.run(args)
     return 2
 
 

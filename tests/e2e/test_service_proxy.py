@@ -1,0 +1,263 @@
+"""The service proxy (`pyk8s proxy`, nftables) with real packets: pods in network namespaces behind a
+node namespace running the proxy against a real API server (tests/e2e/proxy_rig.py).
+
+Services are selectorless with hand-made EndpointSlices (real Kubernetes objects: upstream's
+proxy reads only EndpointSlices), so each test sets exactly the endpoints and conditions it needs.
+"""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.proxy_rig import PROBE, ProxyRig, requirements, wait_for
+
+pytestmark = pytest.mark.xdist_group("service-proxy")
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyRig]:
+    requirements()
+    r = ProxyRig(str(tmp_path_factory.mktemp("proxy")))
+    try:
+        r.setup()
+        for name in ("a", "b", "c", "client"):
+            r.add_pod(name)
+        r.start_server()
+        r.start_proxy()
+        yield r
+    finally:
+        r.teardown()
+
+
+@pytest.fixture(scope="module")
+def api(rig: ProxyRig) -> Any:
+    from kubernetes import client
+
+    assert rig.cluster is not None
+    c = rig.cluster.api_client()
+    return client.CoreV1Api(c), client.DiscoveryV1Api(c)
+
+
+def endpoint(rig: ProxyRig, pod: str, ready: bool = True, serving: bool | None = None, terminating: bool = False,
+             node: str | None = None) -> dict[str, Any]:
+    cond: dict[str, Any] = {"ready": ready, "terminating": terminating}
+    if serving is not None:
+        cond["serving"] = serving
+    return {"addresses": [rig.pods[pod][1]], "nodeName": node or rig.node_name, "conditions": cond}
+
+
+def make_service(api: Any, name: str, ports: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    core, _ = api
+    svc = core.create_namespaced_service("default", {"metadata": {"name": name}, "spec": {"ports": ports, **spec}})
+    return svc.to_dict()
+
+
+def put_slice(api: Any, svc: str, endpoints: list[dict[str, Any]], ports: list[dict[str, Any]] | None = None,
+              name: str | None = None) -> None:
+    _, disc = api
+    name = name or f"{svc}-1"
+    body = {"metadata": {"name": name, "labels": {"kubernetes.io/service-name": svc}}, "addressType": "IPv4",
+            "ports": ports or [{"name": "", "port": 8080, "protocol": "TCP"}], "endpoints": endpoints}
+    try:
+        old = disc.read_namespaced_endpoint_slice(name, "default")
+        body["metadata"]["resourceVersion"] = old.metadata.resource_version
+        disc.replace_namespaced_endpoint_slice(name, "default", body)
+    except Exception as e:  # noqa: BLE001
+        if getattr(e, "status", None) != 404:
+            raise
+        disc.create_namespaced_endpoint_slice("default", body)
+
+
+def names(answers: list[str]) -> list[str]:
+    return [a.split()[0] for a in answers]
+
+
+def test_cluster_ip_spreads_connections_over_ready_endpoints(rig: ProxyRig, api: Any) -> None:
+    """A ClusterIP sends each new connection to one of the ready endpoints at random (numgen)."""
+    svc = make_service(api, "spread", [{"port": 80, "targetPort": 8080}])
+    ip = svc["spec"]["cluster_ip"]
+    put_slice(api, "spread", [endpoint(rig, "a"), endpoint(rig, "b"), endpoint(rig, "c", ready=False)])
+    wait_for(lambda: rig.connect("client", "tcp", ip, 80) != ["refused"], what="rules for spread")
+    got = collections.Counter(names(rig.connect("client", "tcp", ip, 80, 60)))
+    assert set(got) == {"a", "b"}, got  # never the unready one
+    assert min(got.values()) >= 10, got
+
+
+def test_udp_through_cluster_ip(rig: ProxyRig, api: Any) -> None:
+    svc = make_service(api, "udp", [{"port": 53, "targetPort": 8080, "protocol": "UDP"}])
+    put_slice(api, "udp", [endpoint(rig, "a")], ports=[{"name": "", "port": 8080, "protocol": "UDP"}])
+    ip = svc["spec"]["cluster_ip"]
+    wait_for(lambda: rig.connect("client", "udp", ip, 53) == ["a"], what="UDP through the ClusterIP")
+
+
+def test_service_without_endpoints_is_rejected_not_blackholed(rig: ProxyRig, api: Any) -> None:
+    """As upstream: ICMP port unreachable, so a client fails at once instead of timing out; and a
+    ClusterIP answers only on its Service's ports."""
+    svc = make_service(api, "empty", [{"port": 80, "targetPort": 8080}])
+    ip = svc["spec"]["cluster_ip"]
+    wait_for(lambda: rig.connect("client", "tcp", ip, 80) == ["refused"], what="reject for empty")
+    start = time.monotonic()
+    assert rig.connect("client", "tcp", ip, 80, 3) == ["refused"] * 3
+    assert time.monotonic() - start < 2.0
+    # another Service's ClusterIP on a port it does not serve
+    other = make_service(api, "oneport", [{"port": 80, "targetPort": 8080}])
+    put_slice(api, "oneport", [endpoint(rig, "a")])
+    oip = other["spec"]["cluster_ip"]
+    wait_for(lambda: names(rig.connect("client", "tcp", oip, 80)) == ["a"], what="oneport")
+    assert rig.connect("client", "tcp", oip, 81) == ["refused"]
+    # and from the node itself (the output hook)
+    r = subprocess.run(rig.nsexec(rig.node_ns, sys.executable, PROBE, "connect", "tcp", ip, "80", "1"),
+                       capture_output=True, text=True, check=True)
+    assert "refused" in r.stdout
+
+
+def test_readiness_flip_takes_effect_within_a_second(rig: ProxyRig, api: Any) -> None:
+    svc = make_service(api, "flip", [{"port": 80, "targetPort": 8080}])
+    ip = svc["spec"]["cluster_ip"]
+    put_slice(api, "flip", [endpoint(rig, "a"), endpoint(rig, "b")])
+    wait_for(lambda: set(names(rig.connect("client", "tcp", ip, 80, 20))) == {"a", "b"}, what="both endpoints")
+    start = time.monotonic()
+    put_slice(api, "flip", [endpoint(rig, "a"), endpoint(rig, "b", ready=False)])
+    wait_for(lambda: set(names(rig.connect("client", "tcp", ip, 80, 10))) == {"a"}, interval=0.01,
+             what="b removed")
+    assert time.monotonic() - start < 1.0
+    put_slice(api, "flip", [endpoint(rig, "a"), endpoint(rig, "b")])
+    wait_for(lambda: "b" in names(rig.connect("client", "tcp", ip, 80, 20)), what="b back")
+
+
+def test_serving_terminating_endpoints_used_only_when_no_ready_one_is_left(rig: ProxyRig, api: Any) -> None:
+    svc = make_service(api, "drain", [{"port": 80, "targetPort": 8080}])
+    ip = svc["spec"]["cluster_ip"]
+    put_slice(api, "drain", [endpoint(rig, "a"), endpoint(rig, "b", ready=False, serving=True, terminating=True)])
+    wait_for(lambda: names(rig.connect("client", "tcp", ip, 80)) == ["a"], what="drain rules")
+    assert set(names(rig.connect("client", "tcp", ip, 80, 20))) == {"a"}
+    put_slice(api, "drain", [endpoint(rig, "a", ready=False, serving=False, terminating=True),
+                             endpoint(rig, "b", ready=False, serving=True, terminating=True)])
+    wait_for(lambda: set(names(rig.connect("client", "tcp", ip, 80, 10))) == {"b"}, what="b serving while terminating")
+
+
+def test_session_affinity_client_ip_sticks(rig: ProxyRig, api: Any) -> None:
+    svc = make_service(api, "sticky", [{"port": 80, "targetPort": 8080}], sessionAffinity="ClientIP",
+                       sessionAffinityConfig={"clientIP": {"timeoutSeconds": 60}})
+    ip = svc["spec"]["cluster_ip"]
+    put_slice(api, "sticky", [endpoint(rig, "a"), endpoint(rig, "b"), endpoint(rig, "c")])
+    first = wait_for(lambda: [n for n in names(rig.connect("client", "tcp", ip, 80)) if n in "abc"],
+                     what="sticky rules")
+    assert set(names(rig.connect("client", "tcp", ip, 80, 30))) == set(first)
+    # the kernel's set holds the client with the Service's timeout
+    listing = rig.nft("list", "sets", "ip")
+    assert "timeout 1m" in listing and rig.pods["client"][1] in listing
+
+
+def test_hairpin_pod_reaches_itself_through_its_service(rig: ProxyRig, api: Any) -> None:
+    """The endpoint sees the node's bridge address (masqueraded), or its reply would bypass the NAT."""
+    svc = make_service(api, "hairpin", [{"port": 80, "targetPort": 8080}])
+    ip = svc["spec"]["cluster_ip"]
+    put_slice(api, "hairpin", [endpoint(rig, "a")])
+    got = wait_for(lambda: [x for x in rig.connect("a", "tcp", ip, 80) if x.startswith("a ")], what="hairpin")
+    assert got == [f"a {rig.bridge_ip}"]
+    # another pod is not masqueraded: the endpoint sees the client pod's own address
+    assert rig.connect("client", "tcp", ip, 80) == [f"a {rig.pods['client'][1]}"]
+
+
+def test_named_target_port_resolves_per_endpoint(rig: ProxyRig, api: Any) -> None:
+    """Pods that name their port differently land in different slices with different numbers."""
+    svc = make_service(api, "named", [{"name": "web", "port": 80, "targetPort": "http"}])
+    ip = svc["spec"]["cluster_ip"]
+    put_slice(api, "named", [endpoint(rig, "a")], ports=[{"name": "web", "port": 8080, "protocol": "TCP"}],
+              name="named-x")
+    put_slice(api, "named", [endpoint(rig, "b")], ports=[{"name": "web", "port": 9999, "protocol": "TCP"}],
+              name="named-y")
+    wait_for(lambda: "a" in names(rig.connect("client", "tcp", ip, 80, 10)), what="named")
+    got = collections.Counter(rig.connect("client", "tcp", ip, 80, 30))
+    assert "refused" in got  # b's slice says 9999, where b listens on nothing: the port came from its slice
+
+
+def test_nodeport_from_outside_the_node(rig: ProxyRig, api: Any) -> None:
+    svc = make_service(api, "np", [{"port": 80, "targetPort": 8080}], type="NodePort")
+    port = svc["spec"]["ports"][0]["node_port"]
+    put_slice(api, "np", [endpoint(rig, "b")])
+    got = wait_for(lambda: [x for x in rig.connect(None, "tcp", rig.node_ip, port) if x.startswith("b ")],
+                   what="NodePort from the host")
+    assert got == [f"b {rig.bridge_ip}"]  # NodePort traffic is masqueraded (externalTrafficPolicy Cluster)
+    # and from a pod to the node's address
+    assert names(rig.connect("client", "tcp", rig.node_ip, port)) == ["b"]
+
+
+def test_external_traffic_policy_local_keeps_client_address_and_local_endpoints(rig: ProxyRig, api: Any) -> None:
+    svc = make_service(api, "local", [{"port": 80, "targetPort": 8080}], type="NodePort",
+                       externalTrafficPolicy="Local")
+    port = svc["spec"]["ports"][0]["node_port"]
+    put_slice(api, "local", [endpoint(rig, "a"), endpoint(rig, "b", node="elsewhere")])
+    wait_for(lambda: names(rig.connect(None, "tcp", rig.node_ip, port)) == ["a"], what="eTP Local")
+    assert set(rig.connect(None, "tcp", rig.node_ip, port, 20)) == {f"a {rig.host_ip}"}
+
+
+def test_internal_traffic_policy_local_uses_this_nodes_endpoints(rig: ProxyRig, api: Any) -> None:
+    svc = make_service(api, "itp", [{"port": 80, "targetPort": 8080}], internalTrafficPolicy="Local")
+    ip = svc["spec"]["cluster_ip"]
+    put_slice(api, "itp", [endpoint(rig, "c"), endpoint(rig, "a", node="elsewhere"),
+                           endpoint(rig, "b", node="elsewhere")])
+    wait_for(lambda: names(rig.connect("client", "tcp", ip, 80)) == ["c"], what="iTP Local")
+    assert set(names(rig.connect("client", "tcp", ip, 80, 20))) == {"c"}
+
+
+def test_udp_flows_to_a_removed_endpoint_are_cleared(rig: ProxyRig, api: Any) -> None:
+    """A UDP 'connection' (same source port) would stick to its endpoint in conntrack; the proxy
+    deletes those entries when the endpoint goes."""
+    svc = make_service(api, "udpct", [{"port": 53, "targetPort": 8080, "protocol": "UDP"}])
+    ip = svc["spec"]["cluster_ip"]
+    udp = [{"name": "", "port": 8080, "protocol": "UDP"}]
+    put_slice(api, "udpct", [endpoint(rig, "a")], ports=udp)
+    src = f"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 40053)); s.settimeout(1.0)
+s.sendto(b"?", ("{ip}", 53))
+try: print(s.recvfrom(100)[0].decode())
+except OSError: print("timeout")
+"""
+    def ask() -> str:
+        return subprocess.run(rig.nsexec(rig.pods["client"][0], sys.executable, "-c", src), capture_output=True,
+                              text=True, check=True).stdout.strip()
+    wait_for(lambda: ask() == "a", what="udp to a")
+    put_slice(api, "udpct", [endpoint(rig, "b")], ports=udp)  # a is still alive and would keep answering
+    wait_for(lambda: ask() == "b", timeout=3, what="the flow to move to b")
+
+
+def test_restart_keeps_established_connections(rig: ProxyRig, api: Any) -> None:
+    svc = make_service(api, "keep", [{"port": 80, "targetPort": 8080}])
+    ip = svc["spec"]["cluster_ip"]
+    put_slice(api, "keep", [endpoint(rig, "a")])
+    wait_for(lambda: names(rig.connect("client", "tcp", ip, 80)) == ["a"], what="keep")
+    hold = subprocess.Popen(rig.nsexec(rig.pods["client"][0], sys.executable, PROBE, "hold", ip, "80"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert hold.stdin is not None and hold.stdout is not None
+    try:
+        assert hold.stdout.readline().split()[0] == "a"
+        rig.stop_proxy()
+        rig.start_proxy()
+        # the restarted proxy rewrote the table in one transaction; the connection goes on
+        wait_for(lambda: names(rig.connect("client", "tcp", ip, 80)) == ["a"], what="rules after restart")
+        hold.stdin.write("still there\n")
+        hold.stdin.flush()
+        assert hold.stdout.readline().strip() == "a still there"
+    finally:
+        hold.kill()
+        hold.wait()
+
+
+def test_cleanup_removes_the_table(rig: ProxyRig) -> None:
+    assert "pyk8s-proxy" in rig.nft("list", "tables")
+    rig.stop_proxy()
+    subprocess.run(rig.nsexec(rig.node_ns, sys.executable, "-m", "pyk8s.cli", "proxy", "--cleanup"), check=True,
+                   capture_output=True)
+    assert "pyk8s-proxy" not in rig.nft("list", "tables")
+    rig.start_proxy()  # later tests (if any) get their proxy back
