@@ -64,7 +64,8 @@ def test_agent_moves_to_the_next_api_server_when_its_server_is_killed(tmp_path: 
         cmd = [sys.executable, "-m", "pyk8s.cli", "agent", "--server", f"{a.url},{b.url}", "--token", ADMIN_TOKEN,
                "--certificate-authority", os.path.join(a.data_dir, "pki", "ca.crt"), "--node-name", NODE,
                "--data-dir", str(data), "--runtime", "process", "--cni-bridge", "pkhafo0",
-               "--runc-root", f"/run/pyk8s/ha-failover-{os.getpid()}", "--v", "1"]
+               "--runc-root", f"/run/pyk8s/ha-failover-{os.getpid()}", "--v", "1",
+               "--disable-proxy"]  # on the host's network: no Service rules there
         with open(log_path, "w") as log:
             agent = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
                                      env=dict(os.environ, PYTHONUNBUFFERED="1"))

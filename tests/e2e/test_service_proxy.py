@@ -254,6 +254,32 @@ def test_restart_keeps_established_connections(rig: ProxyRig, api: Any) -> None:
         hold.wait()
 
 
+def test_load_balancer_gets_the_node_addresses_and_is_served_there(rig: ProxyRig, api: Any) -> None:
+    """The built-in load balancer (servicelb, in the server) writes status.loadBalancer.ingress; the
+    node's proxy serves the Service's own port on that address. A second LoadBalancer on the same
+    port stays pending, as k3s's does (one node address cannot serve both)."""
+    core, _ = api
+    make_service(api, "lb", [{"port": 8081, "targetPort": 8080}], type="LoadBalancer")
+    put_slice(api, "lb", [endpoint(rig, "c")])
+    status = wait_for(lambda: core.read_namespaced_service_status("lb", "default").status.load_balancer.ingress,
+                      what="LoadBalancer ingress")
+    assert [(i.ip, i.ip_mode) for i in status] == [(rig.node_ip, "VIP")]
+    got = wait_for(lambda: [x for x in rig.connect(None, "tcp", rig.node_ip, 8081) if x.startswith("c ")],
+                   what="the LoadBalancer port on the node address")
+    assert got == [f"c {rig.bridge_ip}"]
+    out = rig.cluster.kubectl("get", "svc", "lb", "--no-headers")  # type: ignore[union-attr]
+    assert rig.node_ip in out.stdout
+    make_service(api, "lb2", [{"port": 8081, "targetPort": 8080}], type="LoadBalancer")
+    make_service(api, "lb3", [{"port": 8082, "targetPort": 8080}], type="LoadBalancer")
+    wait_for(lambda: core.read_namespaced_service_status("lb3", "default").status.load_balancer.ingress,
+             what="lb3 ingress")
+    assert not core.read_namespaced_service_status("lb2", "default").status.load_balancer.ingress
+    # the port frees up: the pending one gets it
+    core.delete_namespaced_service("lb", "default")
+    wait_for(lambda: core.read_namespaced_service_status("lb2", "default").status.load_balancer.ingress,
+             what="lb2 ingress after lb went")
+
+
 def test_cleanup_removes_the_table(rig: ProxyRig) -> None:
     assert "pyk8s-proxy" in rig.nft("list", "tables")
     rig.stop_proxy()
@@ -261,3 +287,32 @@ def test_cleanup_removes_the_table(rig: ProxyRig) -> None:
                    capture_output=True)
     assert "pyk8s-proxy" not in rig.nft("list", "tables")
     rig.start_proxy()  # later tests (if any) get their proxy back
+
+
+def test_a_node_runs_the_proxy_and_takes_its_table_along_when_it_stops(rig: ProxyRig, api: Any) -> None:
+    """`pyk8s agent` runs the proxy for its node; stopping the node removes the table."""
+    import os
+    import signal
+
+    from tests.cluster import REPO
+
+    rig.stop_proxy()
+    svc = make_service(api, "agentnp", [{"port": 80, "targetPort": 8080}], type="NodePort")
+    put_slice(api, "agentnp", [endpoint(rig, "a")])
+    port = svc["spec"]["ports"][0]["node_port"]
+    assert rig.cluster is not None
+    agent = subprocess.Popen(
+        rig.nsexec(rig.node_ns, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", rig.cluster.kubeconfig,
+                   "--node-name", rig.node_name, "--data-dir", os.path.join(rig.base, "agent"), "--runtime", "process",
+                   "--runc-root", os.path.join(rig.base, "runc")),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO))
+    try:
+        wait_for(lambda: names(rig.connect(None, "tcp", rig.node_ip, port)) == ["a"], timeout=30,
+                 what="NodePort through the agent's proxy")
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(30)
+        assert "pyk8s-proxy" not in rig.nft("list", "tables")
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()

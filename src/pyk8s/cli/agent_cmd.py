@@ -49,6 +49,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
+    p.add_argument("--disable-proxy", action="store_true",
+                   help="do not run the service proxy (pyk8s proxy, nftables) for this node")
+    from .proxy_cmd import add_flags as add_proxy_flags
+
+    add_proxy_flags(p.add_argument_group("service proxy (as kube-proxy's flags)"), cluster_cidr="10.244.0.0/16")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
@@ -118,6 +123,12 @@ async def _agent(args: Any) -> int:
         await kl.stop()
         await client.close()
         return 1
+    proxy = None
+    if not args.disable_proxy:
+        from ..proxy.node import start_node_proxy
+
+        proxy = await start_node_proxy(client, cfg.node_name, args.cluster_cidr, nodeport_cidrs=args.nodeport_addresses,
+                                       min_sync_period=args.min_sync_period)
     from .. import gctune
 
     gctune.freeze()
@@ -131,6 +142,8 @@ async def _agent(args: Any) -> int:
             pass
     await stop.wait()
     print("pyk8s agent: stopping (pods keep running)", flush=True)
+    if proxy is not None:
+        await proxy.stop()  # the node's Service rules go with it
     await kl.stop()
     await client.close()
     return 0
