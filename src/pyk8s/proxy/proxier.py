@@ -22,6 +22,7 @@ from typing import Any
 from ..api.errors import StatusError
 from ..client import Client
 from ..client.informer import InformerFactory
+from ..client.tasks import cancel
 from . import conntrack, nft
 from .nftables_rules import Fragment, TableConfig, diff, fragment, full_sync
 from .serviceport import SERVICE_NAME_LABEL, ServicePort, service_ports
@@ -110,13 +111,8 @@ class Proxier:
         self._task = asyncio.create_task(self._loop(), name="proxy-sync")
 
     async def stop(self, cleanup: bool = False) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+        await cancel(self._task)
+        self._task = None
         await self.factory.stop()
         if cleanup:
             for t in self.tables.values():

@@ -19,6 +19,7 @@ from typing import Any
 from ..api.errors import StatusError
 from ..client import Client
 from ..client.informer import InformerFactory
+from ..client.tasks import cancel
 
 log = logging.getLogger("pyk8s.servicelb")
 
@@ -96,12 +97,8 @@ class ServiceLB:
         self._task = asyncio.create_task(self._loop(), name="servicelb")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel(self._task)
+        self._task = None
         await self.factory.stop()
         await self.client.close()
 
