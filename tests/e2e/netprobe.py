@@ -5,6 +5,10 @@
                                                   "refused", "unreachable" or "timeout" for each
     python netprobe.py hold IP PORT               one TCP connection kept open: prints each answer to
                                                   a line written on stdin (for the restart test)
+    python netprobe.py rate IP PORT N             N connections one after another; prints the seconds each took
+    python netprobe.py push IP PORT MB            sends MB mebibytes to the sink (PORT+1 of `serve`); prints MB/s
+
+`serve` also runs a sink on PORT+1 that reads a connection to its end and answers the byte count.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import socket
 import sys
 import threading
+import time
 
 
 def serve(name: str, port: int) -> None:
@@ -38,7 +43,25 @@ def serve(name: str, port: int) -> None:
                 f.write(f"{name} {line.decode().strip()}\n".encode())
                 f.flush()
 
+    sink = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sink.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sink.bind(("0.0.0.0", port + 1))
+    sink.listen(16)
+
+    def drain(c: socket.socket) -> None:
+        with c:
+            n = 0
+            while chunk := c.recv(1 << 20):
+                n += len(chunk)
+            c.sendall(f"{n}\n".encode())
+
+    def sink_loop() -> None:
+        while True:
+            c, _ = sink.accept()
+            threading.Thread(target=drain, args=(c,), daemon=True).start()
+
     threading.Thread(target=udp_loop, daemon=True).start()
+    threading.Thread(target=sink_loop, daemon=True).start()
     print("ready", flush=True)
     while True:
         c, peer = tcp.accept()
@@ -78,6 +101,28 @@ def hold(ip: str, port: int) -> None:
                 print(f"error {e}", flush=True)
 
 
+def rate(ip: str, port: int, n: int) -> None:
+    took = []
+    for _ in range(n):
+        t = time.perf_counter()
+        with socket.create_connection((ip, port), timeout=2.0) as s:
+            s.makefile("rb").readline()
+        took.append(time.perf_counter() - t)
+    print(json.dumps(took), flush=True)
+
+
+def push(ip: str, port: int, mb: int) -> None:
+    buf = b"x" * (1 << 20)
+    t = time.perf_counter()
+    with socket.create_connection((ip, port), timeout=10.0) as s:
+        for _ in range(mb):
+            s.sendall(buf)
+        s.shutdown(socket.SHUT_WR)
+        got = int(s.makefile("rb").readline())
+    assert got == mb << 20, got
+    print(json.dumps(mb / (time.perf_counter() - t)), flush=True)
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "serve":
@@ -86,3 +131,7 @@ if __name__ == "__main__":
         connect(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif cmd == "hold":
         hold(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "rate":
+        rate(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif cmd == "push":
+        push(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

@@ -84,8 +84,8 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager, proxy (the service proxy and the "
-                        "built-in load balancer, servicelb) (repeatable)")
+                   help="components not to run: scheduler, controller-manager, proxy (the local node's service "
+                        "proxy and the built-in load balancer), servicelb (the load balancer only) (repeatable)")
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")

@@ -86,6 +86,7 @@ class Proxier:
         self.syncs = 0  # syncs applied, for tests and benchmarks
         self.last_sync_seconds = 0.0
         self.last_sync_commands = 0
+        self.last_nft_seconds = 0.0  # the `nft -f` share of the last sync
         self.synced = asyncio.Event()  # set after each sync; cleared when new work arrives
 
     # ---- events --------------------------------------------------------------------------
@@ -103,9 +104,13 @@ class Proxier:
             self._mark(_slice_service(o)[0] if _slice_service(o) else "")
 
     # ---- lifecycle -----------------------------------------------------------------------
-    async def start(self) -> None:
+    def add_handlers(self) -> None:
+        """Follow the informers' events (start() does this; a benchmark feeding the stores does too)."""
         for inf, fn in ((self.services, self._on_service), (self.slices, self._on_slice)):
             inf.add_handlers(fn, fn, fn)
+
+    async def start(self) -> None:
+        self.add_handlers()
         self.factory.start()
         await self.factory.wait_synced()
         self._task = asyncio.create_task(self._loop(), name="proxy-sync")
@@ -173,8 +178,10 @@ class Proxier:
                 for acc, cmds in zip(phases, diff(tcfg, self._fragments[family].get(k), fr), strict=True):
                     acc += cmds
             commands += phases[0] + phases[1] + phases[2]
+        t_nft = time.perf_counter()
         try:
             await nft.apply(commands)
+            self.last_nft_seconds = time.perf_counter() - t_nft
         except Exception:
             self._dirty |= dirty  # nothing of it took effect
             raise
