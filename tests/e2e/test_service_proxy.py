@@ -8,6 +8,7 @@ proxy reads only EndpointSlices), so each test sets exactly the endpoints and co
 from __future__ import annotations
 
 import collections
+import contextlib
 import subprocess
 import sys
 import time
@@ -316,3 +317,63 @@ def test_a_node_runs_the_proxy_and_takes_its_table_along_when_it_stops(rig: Prox
         if agent.poll() is None:
             agent.kill()
             agent.wait()
+
+
+def test_the_server_runs_the_proxy_for_its_own_node(tmp_path: Any) -> None:
+    """`pyk8s server` with its built-in kubelet programs its node's table (as system:kube-proxy) and
+    removes it when it stops; `--disable proxy` leaves the node without one. Each server runs in a
+    network namespace of its own, so the host's tables are never touched."""
+    import os
+    import uuid
+
+    from tests.cluster import Cluster, kubectl_binaries
+
+    runc_roots: list[str] = []
+
+    def run_server(name: str, *extra: str) -> tuple[str, Cluster]:
+        ns = f"proxy-srv{name}-{uuid.uuid4().hex[:6]}"
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+        subprocess.run(["nsenter", f"--net=/run/netns/{ns}", "ip", "link", "set", "lo", "up"], check=True)
+        tag = uuid.uuid4().hex[:8]
+        runc_roots.append(f"/run/pyk8s/e2e-{tag}")
+        c = Cluster(str(tmp_path / name), extra_args=[*extra],
+                    env={"PYK8S_AGENT_CNI_BRIDGE": f"pk{tag}", "PYK8S_AGENT_RUNC_ROOT": f"/run/pyk8s/e2e-{tag}"})
+        real = subprocess.Popen
+
+        def popen(cmd: list[str], *a: Any, **kw: Any) -> subprocess.Popen[str]:
+            cmd = [x for x in cmd if x != "--disable-agent"]
+            return real(["nsenter", f"--net=/run/netns/{ns}", *cmd], *a, **kw)
+
+        subprocess.Popen = popen  # type: ignore[assignment,misc]
+        try:
+            c.start(60)
+        finally:
+            subprocess.Popen = real  # type: ignore[misc]
+        return ns, c
+
+    def nft(ns: str, *args: str) -> str:
+        return subprocess.run(["nsenter", f"--net=/run/netns/{ns}", "nft", *args], capture_output=True, text=True).stdout
+
+    kubectl = list(kubectl_binaries().values())[-1]
+    ns, c = run_server("a")
+    off_ns, off = "", None
+    try:
+        subprocess.run(["nsenter", f"--net=/run/netns/{ns}", kubectl, "--kubeconfig", c.kubeconfig, "create", "service",
+                        "clusterip", "web", "--tcp=80:8080"], check=True, capture_output=True,
+                       env=dict(os.environ, HOME=str(tmp_path)))
+        # web has no endpoints: its ClusterIP port is rejected
+        wait_for(lambda: "tcp . 80 : goto reject-chain" in nft(ns, "list", "map", "ip", "pyk8s-proxy",
+                                                               "no-endpoint-services"), timeout=30, what="web's reject")
+        assert "10.96.0.1" in nft(ns, "list", "set", "ip", "pyk8s-proxy", "cluster-ips")  # the kubernetes Service
+        off_ns, off = run_server("b", "--disable", "proxy")
+        c.stop()
+        assert "pyk8s-proxy" not in nft(ns, "list", "tables")
+        assert "pyk8s-proxy" not in nft(off_ns, "list", "tables")
+    finally:
+        for cl, n in ((c, ns), (off, off_ns)):
+            if cl is not None:
+                cl.stop()
+                subprocess.run(["ip", "netns", "del", n], check=False)
+        for root in runc_roots:  # the kubelets ran no pod: their runc roots are empty
+            with contextlib.suppress(OSError):
+                os.rmdir(root)
