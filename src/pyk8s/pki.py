@@ -161,6 +161,37 @@ def issue_leaf(
     return b.sign(ca_key, hashes.SHA256())
 
 
+def new_ca(cn: str, validity: dt.timedelta) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A self-signed CA certificate and its key."""
+    key = new_ec_key()
+    now = utc_now()
+    name = x509_name(cn)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(now + validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(key_usage(key_encipherment=True, signs_certs=True), critical=True)
+        .add_extension(subject_key_id(key), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def self_signed_serving_cert(host: str, sans: Sequence[str]) -> tuple[bytes, bytes]:
+    """A serving chain + key (PEM) under a throwaway CA of its own, as upstream's kubelet makes one
+    (`<host>-ca@<unix time>` signing `<host>@<unix time>`) when it is given no certificate."""
+    stamp = int(utc_now().timestamp())
+    ca_cert, ca_key = new_ca(f"{host}-ca@{stamp}", LEAF_VALIDITY)
+    key = new_ec_key()
+    cert = issue_leaf(ca_cert, ca_key, x509_name(f"{host}@{stamp}"), key, server=True, sans=sans)
+    return certificate_pem(cert) + certificate_pem(ca_cert), private_key_pem(key)
+
+
 def issue_client_cert(ca: CertificateAuthority, cn: str, orgs: Sequence[str] = ()) -> tuple[bytes, bytes]:
     """A fresh client cert + key (PEM) signed by the cluster CA: CN -> user, O -> groups.
 

@@ -72,11 +72,12 @@ class Agent:
         self.bridge = bridge
         self.runc_root = runc_root
         self.extra = extra or []
+        self.prefix: list[str] = []  # e.g. nsenter into the node's network namespace (netns_cluster)
         self.proc: subprocess.Popen[str] | None = None
         self.output: list[str] = []
 
     def start(self, timeout: float = 60.0) -> Agent:
-        cmd = [sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", self.cluster.kubeconfig,
+        cmd = [*self.prefix, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", self.cluster.kubeconfig,
                "--node-name", self.name, "--data-dir", self.data_dir, "--cni-bridge", self.bridge,
                "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1",
                "--disable-proxy",  # on the host's network: no Service rules there (tests/e2e/proxy_rig.py)

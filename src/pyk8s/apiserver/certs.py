@@ -29,20 +29,18 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from ..datadir import ensure_private_dir, ensure_private_file, write_atomic
 from ..pki import (
-    BACKDATE,
     PrivateKey,
     certificate_pem,
     issue_leaf,
-    key_usage,
     local_addresses,
+    new_ca,
     new_ec_key,
     private_key_pem,
-    subject_key_id,
     utc_now,
     x509_name,
 )
@@ -193,26 +191,7 @@ def serving_sans(extra_sans: Iterable[str] = (), service_cidr: str = "10.96.0.0/
 
 
 def _new_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = new_ec_key()
-    now = utc_now()
-    name = x509_name(CA_NAME)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - BACKDATE)
-        .not_valid_after(now + CA_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            key_usage(key_encipherment=True, signs_certs=True),
-            critical=True,
-        )
-        .add_extension(subject_key_id(key), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
+    return new_ca(CA_NAME, CA_VALIDITY)
 
 
 # --------------------------------------------------------------------------- ensure_pki

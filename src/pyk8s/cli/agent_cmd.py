@@ -46,6 +46,14 @@ def add_parser(sub: Any) -> None:
                    help="force a container runtime (default: runc, or the process fallback where runc cannot run)")
     p.add_argument("--cni-bridge", default="pyk8s0", help="Linux bridge of the pod network (default pyk8s0)")
     p.add_argument("--runc-root", default="", help="runc state directory (default /run/pyk8s/runc)")
+    p.add_argument("--client-ca-file", default=None, metavar="FILE",
+                   help="CA bundle that signs the API server's client certificate, for requests to this kubelet's port "
+                        "10250 (logs, exec, attach, port-forward; default: the CA of --kubeconfig or "
+                        "--certificate-authority; without any, the port is not served)")
+    p.add_argument("--tls-cert-file", default=None, metavar="FILE",
+                   help="serving certificate for port 10250 (default: a self-signed one in <data-dir>/pki, as "
+                        "upstream's kubelet makes)")
+    p.add_argument("--tls-private-key-file", default=None, metavar="FILE", help="the key of --tls-cert-file")
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
@@ -90,6 +98,37 @@ def _client(args: Any) -> Any:
     return Client(args.server, ctx, token=args.token, user_agent=ua, pool_size=0)
 
 
+def _serving(args: Any, node: str, node_ip: str) -> tuple[str, str, str]:
+    """Port 10250's certificate, key and client CA: the API server reaches logs, exec, attach and port-forward
+    there with its kubelet-client certificate, which the cluster CA signed."""
+    from ..datadir import ensure_private_dir, write_atomic
+    from ..pki import local_addresses, self_signed_serving_cert
+
+    pki = os.path.join(args.data_dir, "pki")
+    ensure_private_dir(args.data_dir)
+    ensure_private_dir(pki)
+    ca = args.client_ca_file or args.certificate_authority or ""
+    if not ca and args.kubeconfig:
+        from ..client.kubeconfig import load_kubeconfig
+
+        kc = load_kubeconfig(args.kubeconfig)
+        ca = kc.ca_file or ""
+        if not ca and kc.ca_data:
+            ca = os.path.join(pki, "client-ca.crt")
+            write_atomic(ca, kc.ca_data, 0o644)
+    if args.tls_cert_file or args.tls_private_key_file:
+        if not (args.tls_cert_file and args.tls_private_key_file):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        return args.tls_cert_file, args.tls_private_key_file, ca
+    cert, key = os.path.join(pki, "kubelet.crt"), os.path.join(pki, "kubelet.key")
+    if not (os.path.exists(cert) and os.path.exists(key)):
+        sans = [node, "localhost", "127.0.0.1", *([node_ip] if node_ip else []), *local_addresses()]
+        chain, key_pem = self_signed_serving_cert(node, list(dict.fromkeys(sans)))
+        write_atomic(key, key_pem, 0o600)
+        write_atomic(cert, chain, 0o644)
+    return cert, key, ca
+
+
 async def _agent(args: Any) -> int:
     from ..kubelet.agent import Kubelet, KubeletConfig, use_cheap_subprocesses
     from ..kubelet.eviction import DEFAULT_HARD
@@ -107,6 +146,7 @@ async def _agent(args: Any) -> int:
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
             runc_root=args.runc_root, registries_file=args.private_registry or "")
+        cfg.serving_cert_file, cfg.serving_key_file, cfg.client_ca_file = _serving(args, cfg.node_name, cfg.node_ip)
         from ..kubelet.images.registries import load_registries
 
         load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start
