@@ -80,7 +80,8 @@ class Agent:
         cmd = [*self.prefix, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", self.cluster.kubeconfig,
                "--node-name", self.name, "--data-dir", self.data_dir, "--cni-bridge", self.bridge,
                "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1",
-               "--disable-proxy",  # on the host's network: no Service rules there (tests/e2e/proxy_rig.py)
+               # on the host's network: no Service rules there; a node in a namespace of its own runs its proxy
+               *([] if self.prefix else ["--disable-proxy"]),
                *self.extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),
                                      env=dict(os.environ, PYTHONUNBUFFERED="1"))

@@ -61,7 +61,7 @@ def add_parser(sub: Any) -> None:
                    help="do not run the service proxy (pyk8s proxy, nftables) for this node")
     from .proxy_cmd import add_flags as add_proxy_flags
 
-    add_proxy_flags(p.add_argument_group("service proxy (as kube-proxy's flags)"), cluster_cidr="10.244.0.0/16")
+    add_proxy_flags(p.add_argument_group("service proxy (as kube-proxy's flags)"), local_default="this node's podCIDR")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 

@@ -26,11 +26,11 @@ def _duration(text: str) -> float:
     return 0.0 if text.strip() in ("0", "0s") else go_duration(text)
 
 
-def add_flags(p: Any, cluster_cidr: str = "") -> None:
+def add_flags(p: Any, local_default: str = "none") -> None:
     """The flags `pyk8s proxy` shares with upstream kube-proxy (and `pyk8s agent` passes on)."""
-    p.add_argument("--cluster-cidr", type=_cidrs, default=_cidrs(cluster_cidr), metavar="CIDRS",
+    p.add_argument("--cluster-cidr", type=_cidrs, default=[], metavar="CIDRS",
                    help="pod network(s), comma separated (one per family): traffic to a ClusterIP from outside "
-                        f"them is masqueraded (default {cluster_cidr or 'none'})")
+                        f"them is masqueraded (default {local_default})")
     p.add_argument("--nodeport-addresses", type=_cidrs, default=[], metavar="CIDRS",
                    help="serve NodePorts only on local addresses in these CIDRs (default: every local address)")
     p.add_argument("--min-sync-period", type=_duration, default=0.1, metavar="DURATION",

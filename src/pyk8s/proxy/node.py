@@ -44,6 +44,10 @@ async def start_node_proxy(client: Client, node_name: str, cluster_cidrs: list[s
         print(f"pyk8s: WARNING: service proxy disabled: {reason}", flush=True)
         return NodeProxy(None, client, owns_client, reason)
     node = await fetch_node(client, node_name)
+    if not cluster_cidrs:
+        # upstream's --detect-local-mode=NodeCIDR: this node's pods are the local traffic
+        spec = (node or {}).get("spec") or {}
+        cluster_cidrs = list(spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else []))
     proxier = Proxier(client, ProxyConfig(node_name=node_name, cluster_cidrs=cluster_cidrs,
                                           families=node_families(node), **options))
     await proxier.start()
