@@ -377,3 +377,30 @@ def test_the_server_runs_the_proxy_for_its_own_node(tmp_path: Any) -> None:
         for root in runc_roots:  # the kubelets ran no pod: their runc roots are empty
             with contextlib.suppress(OSError):
                 os.rmdir(root)
+
+
+def test_ipv6_table_is_accepted_by_the_kernel(rig: ProxyRig) -> None:
+    """The ip6 table of a dual-stack node (every feature at once), checked by the kernel (`nft -c`:
+    a dry run of the whole transaction) in the node's namespace."""
+    from pyk8s.proxy.nftables_rules import TableConfig, fragment, full_sync
+    from pyk8s.proxy.serviceport import service_ports
+
+    svc = {"metadata": {"namespace": "default", "name": "dual"},
+           "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.50", "clusterIPs": ["10.96.0.50", "fd00:96::50"],
+                    "ipFamilies": ["IPv4", "IPv6"], "externalTrafficPolicy": "Local", "sessionAffinity": "ClientIP",
+                    "externalIPs": ["fd00:1::1"],
+                    "ports": [{"name": "h", "port": 80, "protocol": "TCP", "nodePort": 30080},
+                              {"name": "d", "port": 53, "protocol": "UDP", "nodePort": 30053}]},
+           "status": {"loadBalancer": {"ingress": [{"ip": "fd00:2::1"}]}}}
+    sl = {"metadata": {"namespace": "default", "name": "dual-6", "labels": {"kubernetes.io/service-name": "dual"}},
+          "addressType": "IPv6", "ports": [{"name": "h", "port": 8080, "protocol": "TCP"},
+                                           {"name": "d", "port": 5353, "protocol": "UDP"}],
+          "endpoints": [{"addresses": ["fd00:244::2"], "nodeName": rig.node_name, "conditions": {"ready": True}},
+                        {"addresses": ["fd00:244::3"], "nodeName": "other", "conditions": {"ready": True}}]}
+    cfg = TableConfig(family="ip6", name=f"pyk8s-check-{rig.id}", cluster_cidr="fd00:244::/56",
+                      nodeport_cidrs=("fd00:1::/64",))
+    ports = service_ports(svc, [sl], 6, rig.node_name)
+    assert ports and ports[0].cluster_ip == "fd00:96::50"
+    text = "\n".join(full_sync(cfg, [fragment(cfg, ports)], set(), set())) + "\n"
+    r = subprocess.run(rig.nsexec(rig.node_ns, "nft", "-c", "-f", "-"), input=text, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

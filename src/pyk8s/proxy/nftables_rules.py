@@ -73,7 +73,8 @@ def _hash(text: str) -> str:
 
 
 def _name(prefix: str, ident: str) -> str:
-    return f"{prefix}-{_hash(ident)}-{ident}"[:200]
+    # nft names take no ':' (IPv6 endpoints): dots instead; the hash keeps names unique
+    return f"{prefix}-{_hash(ident)}-{ident.replace(':', '.')}"[:200]
 
 
 def service_chain(sp: ServicePort) -> str:
