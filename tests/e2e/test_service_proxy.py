@@ -192,6 +192,22 @@ def test_nodeport_from_outside_the_node(rig: ProxyRig, api: Any) -> None:
     assert names(rig.connect("client", "tcp", rig.node_ip, port)) == ["b"]
 
 
+def test_nodeport_addresses_limit_where_node_ports_answer(rig: ProxyRig, api: Any) -> None:
+    """Every local address by default; with --nodeport-addresses only those in the CIDRs."""
+    svc = make_service(api, "npaddr", [{"port": 80, "targetPort": 8080}], type="NodePort")
+    port = svc["spec"]["ports"][0]["node_port"]
+    put_slice(api, "npaddr", [endpoint(rig, "a")])
+    wait_for(lambda: names(rig.connect("client", "tcp", rig.bridge_ip, port)) == ["a"], what="NodePort on the bridge")
+    rig.stop_proxy()
+    rig.start_proxy("--nodeport-addresses", f"{rig.node_ip}/32")
+    try:
+        wait_for(lambda: rig.connect("client", "tcp", rig.bridge_ip, port) == ["refused"], what="not on the bridge")
+        assert names(rig.connect("client", "tcp", rig.node_ip, port)) == ["a"]
+    finally:
+        rig.stop_proxy()
+        rig.start_proxy()
+
+
 def test_external_traffic_policy_local_keeps_client_address_and_local_endpoints(rig: ProxyRig, api: Any) -> None:
     svc = make_service(api, "local", [{"port": 80, "targetPort": 8080}], type="NodePort",
                        externalTrafficPolicy="Local")

@@ -22,6 +22,15 @@ def _cidrs(text: str) -> list[str]:
     return out
 
 
+def _table_name(text: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", text):
+        raise argparse.ArgumentTypeError(f"invalid nftables table name {text!r} (letters, digits, _ . -; "
+                                         "at most 64 characters, starting with a letter)")
+    return text
+
+
 def _duration(text: str) -> float:
     return 0.0 if text.strip() in ("0", "0s") else go_duration(text)
 
@@ -47,7 +56,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--proxy-mode", choices=["nftables"], default="nftables",
                    help="how Services are implemented: only nftables here (no iptables or IPVS mode)")
     add_flags(p)
-    p.add_argument("--nftables-table", default="pyk8s-proxy", metavar="NAME",
+    p.add_argument("--nftables-table", type=_table_name, default="pyk8s-proxy", metavar="NAME",
                    help="name of the nftables table(s), ip and ip6 (default pyk8s-proxy)")
     p.add_argument("--cleanup", action="store_true", help="remove the proxy's nftables tables and exit")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v")
@@ -78,7 +87,15 @@ async def _main(args: Any) -> int:
     proxier = Proxier(client, ProxyConfig(node_name=node_name, table=args.nftables_table,
                                           cluster_cidrs=args.cluster_cidr, nodeport_cidrs=args.nodeport_addresses,
                                           min_sync_period=args.min_sync_period, families=node_families(node)))
-    await proxier.start()
+    try:
+        await proxier.start()
+    except TimeoutError:
+        # the informers retry for ever (a 403 is the usual cause: an identity without system:node-proxier)
+        print("pyk8s proxy: could not list Services and EndpointSlices within 60s (is the identity bound to "
+              "system:node-proxier?)", file=sys.stderr)
+        await proxier.stop()
+        await client.close()
+        return 1
     print(f"pyk8s proxy: running for node {node_name}", flush=True)
     from .signals import until_terminated
 

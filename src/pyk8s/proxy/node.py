@@ -50,5 +50,7 @@ async def start_node_proxy(client: Client, node_name: str, cluster_cidrs: list[s
         cluster_cidrs = list(spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else []))
     proxier = Proxier(client, ProxyConfig(node_name=node_name, cluster_cidrs=cluster_cidrs,
                                           families=node_families(node), **options))
-    await proxier.start()
+    # the node does not wait for its first lists (an identity without access would hold it up): the
+    # proxy syncs when they come
+    await proxier.start(wait=None)
     return NodeProxy(proxier, client, owns_client)

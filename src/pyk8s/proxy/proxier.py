@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
+
 from ..api.errors import StatusError
 from ..client import Client
 from ..client.informer import InformerFactory
@@ -109,11 +111,14 @@ class Proxier:
         for inf, fn in ((self.services, self._on_service), (self.slices, self._on_slice)):
             inf.add_handlers(fn, fn, fn)
 
-    async def start(self) -> None:
+    async def start(self, wait: float | None = 60.0) -> None:
+        """Start watching; the first sync follows the informers' first lists. `wait`: seconds to wait
+        for those lists (TimeoutError after them; the informers keep trying), None: do not wait."""
         self.add_handlers()
         self.factory.start()
-        await self.factory.wait_synced()
         self._task = asyncio.create_task(self._loop(), name="proxy-sync")
+        if wait is not None:
+            await self.factory.wait_synced(wait)
 
     async def stop(self, cleanup: bool = False) -> None:
         await cancel(self._task)
@@ -127,6 +132,8 @@ class Proxier:
         await asyncio.wait_for(self.synced.wait(), timeout)
 
     async def _loop(self) -> None:
+        # no sync from half-filled caches: the first one would delete what the rest re-adds
+        await self.factory.wait_synced(None)
         backoff = 0.0
         last = 0.0
         while True:
@@ -242,9 +249,9 @@ def _udp_cleanups(old: list[ServicePort], new: list[ServicePort]) -> list[Any]:
 
 
 async def fetch_node(client: Client, name: str) -> dict[str, Any] | None:
+    """The proxy's Node (its addresses say whether it is dual-stack), or None where it cannot be read."""
     try:
         return await client.get(NODES, name)
-    except StatusError as e:
-        if e.code in (403, 404):
-            return None
-        raise
+    except (StatusError, OSError, TimeoutError, aiohttp.ClientError) as e:
+        log.warning("cannot read node %s (IPv4 only, no podCIDR): %s", name, e)
+        return None
