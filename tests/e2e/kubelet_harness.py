@@ -124,13 +124,13 @@ class Agent:
 class Env:
     """One cluster with one real node."""
 
-    def __init__(self, base: str, agent_args: list[str] | None = None) -> None:
+    def __init__(self, base: str, agent_args: list[str] | None = None, node: str | None = None) -> None:
         tag = uuid.uuid4().hex[:8]
         self.tag = tag
         self.base = base
         self.net = f"10.{random.randint(20, 59)}"
         self.cluster = Cluster(os.path.join(base, "server"), extra_args=["--cluster-cidr", f"{self.net}.0.0/16"])
-        self.node = f"e2e-{tag}"
+        self.node = node or f"e2e-{tag}"  # a manifest may name its node (the seeds' node1)
         self.data = os.path.join(base, "agent")
         self.bridge = f"pk{tag}"
         self.runc_root = f"/run/pyk8s/e2e-{tag}"

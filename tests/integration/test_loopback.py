@@ -212,3 +212,51 @@ def test_streams_other_than_watches_use_the_network(tmp_path: Path) -> None:
             await c.close()
 
     _run(tmp_path, body)
+
+
+DEP_V1BETA2 = ("apps", "v1beta2", "deployments")
+DEP_WARNING = "apps/v1beta2 Deployment is deprecated in v1.9+, unavailable in v1.16+; use apps/v1 Deployment"
+
+
+def test_watches_of_deprecated_versions_warn(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A watch of a built-in deprecated version carries upstream's Warning header, over the network
+    (the official client reads it) and in-process, where our client logs it as client-go's default
+    WarningHandler does."""
+    async def body(server: APIServer) -> None:
+        kubeconfig = str(tmp_path / "admin.conf")
+        server.write_admin_kubeconfig(kubeconfig)
+
+        def official_watch() -> list[str]:
+            from kubernetes import client, config
+
+            api = config.new_client_from_config(kubeconfig)
+            assert isinstance(api, client.ApiClient)
+            url = api.configuration.host + "/apis/apps/v1beta2/namespaces/default/deployments?watch=true&timeoutSeconds=1"
+            resp = api.call_api("GET", url)
+            return list(resp.response.headers.getlist("Warning"))
+
+        assert await asyncio.to_thread(official_watch) == [f'299 - "{DEP_WARNING}"']
+        for loopback in (True, False):
+            c = _admin(server, loopback=loopback)
+            try:
+                caplog.clear()
+                with caplog.at_level("WARNING", logger="pyk8s.client"):
+                    async for _ in c.watch(DEP_V1BETA2, "default", timeout_seconds=1):
+                        pass
+                assert [r.getMessage() for r in caplog.records if r.name == "pyk8s.client"] == [DEP_WARNING], \
+                    loopback
+                # a refused watch of it warns too (upstream warns before the handler runs)
+                caplog.clear()
+                with caplog.at_level("WARNING", logger="pyk8s.client"), pytest.raises(StatusError):
+                    async for _ in c.watch(DEP_V1BETA2, "default", timeout_seconds=1, resourceVersion="x"):
+                        pass
+                assert DEP_WARNING in [r.getMessage() for r in caplog.records], loopback
+                caplog.clear()
+                with caplog.at_level("WARNING", logger="pyk8s.client"):
+                    async for _ in c.watch(("apps", "v1", "deployments"), "default", timeout_seconds=1):
+                        pass
+                assert not [r for r in caplog.records if r.name == "pyk8s.client"]  # apps/v1: none
+            finally:
+                await c.close()
+
+    _run(tmp_path, body)

@@ -226,7 +226,103 @@ def test_rbac_verbs_follow_the_method(cluster: Cluster, env: dict[str, Any]) -> 
     assert r.status == 403
 
 
-def test_kubectl_proxy_reaches_the_pod(cluster: Cluster, env: dict[str, Any]) -> None:
+def test_kubectl_proxy_reaches_the_pod(cluster: Cluster, env: dict[str, Any], kubectl_proxy: str) -> None:
+    url = f"{kubectl_proxy}{PODS}/px/proxy/via-kubectl-proxy?z=9"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        got = json.loads(resp.read())
+    assert got["path"] == "/via-kubectl-proxy?z=9"
+
+PAGE = ('<!DOCTYPE html><html><head><LINK HREF="/static/site.css" rel=stylesheet></head><body>'
+        '<a href="/docs/">docs</a> <a href="rel/page">rel</a> <a href="http://{backend}/abs?q=1">abs</a> '
+        '<a href="https://example.com/x">other</a><img src="/i.png"/><script>var s = "<a href=\'/no\'>";</script>'
+        '</body></html>')
+
+
+def _html_backend(ip: str) -> tuple[int, Any]:
+    """An aiohttp target on this machine's global address: HTML (plain, gzip, deflate), a
+    redirect, a JSON body with links, a WebSocket echo, and an endpoint that refuses upgrades."""
+    import asyncio
+    import gzip
+    import zlib
+
+    from aiohttp import WSMsgType, web
+
+    async def page(request: web.Request) -> web.StreamResponse:
+        body = PAGE.format(backend=request.host).encode()
+        enc = request.match_info["enc"]
+        if enc == "gzip":
+            body = gzip.compress(body)
+        elif enc == "deflate":
+            c = zlib.compressobj(9, zlib.DEFLATED, -15)
+            body = c.compress(body) + c.flush()
+        headers = {"Content-Type": "text/html; charset=utf-8", "Access-Control-Allow-Origin": "*",
+                   "X-Forwarded-Uri-Seen": request.headers.get("X-Forwarded-Uri", "")}
+        if enc != "plain":
+            headers["Content-Encoding"] = enc
+        return web.Response(body=body, headers=headers)
+
+    async def redirect(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=302, headers={"Location": "/landing/"})
+
+    async def json_links(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"href": "/not/rewritten"})
+
+    async def ws(request: web.Request) -> web.StreamResponse:
+        sock = web.WebSocketResponse(protocols=["echo.v1"])
+        await sock.prepare(request)
+        seen = {k: request.headers.get(k) for k in ("Authorization", "Impersonate-User", "X-Forwarded-For")}
+        await sock.send_json(seen)
+        async for msg in sock:
+            if msg.type == WSMsgType.TEXT:
+                await sock.send_str("echo:" + msg.data)
+            elif msg.type == WSMsgType.BINARY:
+                await sock.send_bytes(b"echo:" + msg.data)
+        return sock
+
+    async def no_upgrade(request: web.Request) -> web.StreamResponse:
+        return web.Response(text="plain")
+
+    async def teapot(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=418, text="no upgrade for you")
+
+    app = web.Application()
+    app.router.add_get("/page/{enc}", page)
+    app.router.add_get("/redirect", redirect)
+    app.router.add_get("/json", json_links)
+    app.router.add_get("/ws", ws)
+    app.router.add_get("/no-upgrade", no_upgrade)
+    app.router.add_get("/teapot", teapot)
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, ip, 0)
+    loop.run_until_complete(site.start())
+    port = runner.addresses[0][1]
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+
+    def stop() -> None:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+
+    return port, stop
+
+
+@pytest.fixture(scope="module")
+def html_pod(cluster: Cluster, env: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    port, stop = _html_backend(env["ip"])
+    pod = {"metadata": {"name": "px-html"}, "spec": {"nodeName": NODE, "containers": [
+        {"name": "c", "image": "busybox", "ports": [{"containerPort": port}]}]}}
+    r = raw_request(cluster, "POST", PODS, pod)
+    assert r.status == 201, r.body
+    got = r.json()
+    got["status"] = {**got.get("status", {}), "phase": "Running", "podIP": env["ip"], "podIPs": [{"ip": env["ip"]}]}
+    assert raw_request(cluster, "PUT", f"{PODS}/px-html/status", got).status == 200
+    yield {"port": port, "backend": f"{env['ip']}:{port}"}
+    stop()
+
+
+@pytest.fixture(scope="module")
+def kubectl_proxy(cluster: Cluster) -> Iterator[str]:
     binary = list(kubectl_binaries().values())[-1]
     envv = dict(os.environ, KUBECONFIG=cluster.kubeconfig, HOME=cluster.home)
     p = subprocess.Popen([binary, "proxy", "--port=0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -236,10 +332,103 @@ def test_kubectl_proxy_reaches_the_pod(cluster: Cluster, env: dict[str, Any]) ->
         line = p.stdout.readline()
         m = re.search(r"127\.0\.0\.1:(\d+)", line)
         assert m, line
-        url = f"http://127.0.0.1:{m.group(1)}{PODS}/px/proxy/via-kubectl-proxy?z=9"
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            got = json.loads(resp.read())
-        assert got["path"] == "/via-kubectl-proxy?z=9"
+        yield f"http://127.0.0.1:{m.group(1)}"
     finally:
         p.terminate()
         p.wait(10)
+
+
+HTML_PREFIX = f"{PODS}/px-html/proxy"
+
+
+@pytest.mark.parametrize("enc", ["plain", "gzip", "deflate"])
+def test_proxied_html_links_go_through_the_proxy(cluster: Cluster, html_pod: dict[str, Any], kubectl_proxy: str,
+                                                  enc: str) -> None:
+    """Upstream's proxy transport: absolute paths and links to the target itself move under the
+    proxy prefix, in gzip and deflate bodies too; relative links, other hosts and script text stay."""
+    import gzip
+    import zlib
+
+    req = urllib.request.Request(f"{kubectl_proxy}{HTML_PREFIX}/page/{enc}", headers={"Accept-Encoding": enc})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        raw = resp.read()
+        headers = resp.headers
+    body = (gzip.decompress(raw) if enc == "gzip" else zlib.decompress(raw, -15) if enc == "deflate" else raw).decode()
+    assert body == (
+        f'<!DOCTYPE html><html><head><link href="{HTML_PREFIX}/static/site.css" rel="stylesheet"></head><body>'
+        f'<a href="{HTML_PREFIX}/docs/">docs</a> <a href="rel/page">rel</a> <a href="{HTML_PREFIX}/abs?q=1">abs</a> '
+        f'<a href="https://example.com/x">other</a><img src="{HTML_PREFIX}/i.png"/>'
+        '<script>var s = "<a href=\'/no\'>";</script></body></html>')
+    assert headers["Access-Control-Allow-Origin"] is None  # upstream drops the target's CORS headers
+    assert headers["X-Forwarded-Uri-Seen"] == f"{HTML_PREFIX}/page/{enc}"
+    assert int(headers["Content-Length"]) == len(raw)
+
+
+def test_proxy_rewrites_redirects_and_only_html(cluster: Cluster, html_pod: dict[str, Any]) -> None:
+    r = raw_request(cluster, "GET", f"{HTML_PREFIX}/redirect")
+    assert r.status == 302 and r.headers["Location"] == f"{HTML_PREFIX}/landing/"
+    r = raw_request(cluster, "GET", f"{HTML_PREFIX}/json")
+    assert r.json() == {"href": "/not/rewritten"}
+    # the prefix without a slash: upstream redirects so that relative links resolve under it
+    r = raw_request(cluster, "GET", f"{HTML_PREFIX}?a=1")
+    assert r.status == 301 and r.headers["Location"] == f"{HTML_PREFIX}/?a=1"
+
+
+def test_websocket_upgrades_reach_the_target(cluster: Cluster, html_pod: dict[str, Any], kubectl_proxy: str) -> None:
+    """A WebSocket through `kubectl proxy` and straight to the API server: spliced once the target
+    switches protocols, with the subprotocol it chose; the API server's credentials stay behind."""
+    import asyncio
+
+    import aiohttp
+
+    from pyk8s.client.kubeconfig import load_kubeconfig
+
+    async def talk(url: str, **kw: Any) -> list[Any]:
+        async with aiohttp.ClientSession() as s, s.ws_connect(url, protocols=["echo.v1"], **kw) as ws:
+            assert ws.protocol == "echo.v1"
+            seen = await ws.receive_json(timeout=10)
+            await ws.send_str("hi")
+            text = await ws.receive_str(timeout=10)
+            await ws.send_bytes(b"\x00\x01")
+            data = await ws.receive_bytes(timeout=10)
+            return [seen, text, data]
+
+    seen, text, data = asyncio.run(talk(f"{kubectl_proxy}{HTML_PREFIX}/ws"))
+    assert (text, data) == ("echo:hi", b"echo:\x00\x01")
+    ssl_ctx = load_kubeconfig(cluster.kubeconfig).ssl_client_context()
+    seen, text, _ = asyncio.run(talk(f"{cluster.url}{HTML_PREFIX}/ws", ssl=ssl_ctx,
+                                     headers={"Impersonate-User": "px-ws-admin",
+                                              "Impersonate-Group": "system:masters"}))
+    assert text == "echo:hi"
+    assert seen["Authorization"] is None and seen["Impersonate-User"] is None and seen["X-Forwarded-For"]
+
+
+def test_upgrades_are_authorized_and_refusals_relayed(cluster: Cluster, html_pod: dict[str, Any]) -> None:
+    import asyncio
+
+    import aiohttp
+
+    from pyk8s.client.kubeconfig import load_kubeconfig
+
+    ssl_ctx = load_kubeconfig(cluster.kubeconfig).ssl_client_context()
+
+    async def status(path: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as s:
+            try:
+                async with s.ws_connect(f"{cluster.url}{path}", ssl=ssl_ctx, headers=headers or {}):
+                    return 101, ""
+            except aiohttp.WSServerHandshakeError as e:
+                return e.status, e.message
+
+    # no rights on pods/proxy: refused before anything reaches the target
+    assert asyncio.run(status(f"{HTML_PREFIX}/ws", {"Impersonate-User": "px-nobody"}))[0] == 403
+    # a target that answers without switching protocols: upstream's 500, never a spliced plain answer
+    r = raw_request(cluster, "GET", f"{HTML_PREFIX}/no-upgrade",
+                    headers={"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                             "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+    assert r.status == 500 and r.json()["message"] == "invalid upgrade response: status code 200"
+    # a target's own refusal is relayed as it was
+    r = raw_request(cluster, "GET", f"{HTML_PREFIX}/teapot",
+                    headers={"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                             "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+    assert r.status == 418 and r.body == b"no upgrade for you"

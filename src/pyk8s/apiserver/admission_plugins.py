@@ -75,11 +75,15 @@ def apply(rest: Any, enable: set[str], disable: set[str]) -> None:
         "ResourceQuota": (rest.validating, quota_admission.admit_quota),
         "NodeRestriction": (rest.mutating, node_restriction.admit),
     }
+    # plugins that also judge deletes and the eviction and token subresources
+    other: dict[str, Callable[..., Any]] = {"NodeRestriction": node_restriction.admit_other}
     for name in disable:
-        chain, fn = steps[name]
-        if fn in chain:
-            chain.remove(fn)
+        pairs = [steps[name]] + ([(rest.other_admission, other[name])] if name in other else [])
+        for chain, fn in pairs:
+            if fn in chain:
+                chain.remove(fn)
     for name in enable:
-        chain, fn = steps[name]
-        if fn not in chain:
-            chain.append(fn)
+        pairs = [steps[name]] + ([(rest.other_admission, other[name])] if name in other else [])
+        for chain, fn in pairs:
+            if fn not in chain:
+                chain.append(fn)

@@ -65,6 +65,8 @@ class RequestAttributes:
     resource_request: bool = True
     path: str = ""
     api_version: str = ""
+    # a list/watch's raw fieldSelector, for authorizers that judge it (AuthorizeWithSelectors)
+    field_selector: str = ""
 
 
 # --------------------------------------------------------------------------- rule matching

@@ -17,7 +17,6 @@ the upgrade has its answer relayed as is (kubectl falls back from WebSocket to S
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import ssl
@@ -28,15 +27,12 @@ import aiohttp
 from aiohttp import web
 
 from ..api import errors as E
-from ..kubelet.streaming.hijack import hijack
-from ..kubelet.streaming.spdy import StreamsConn
+from .upgrade_splice import CONNECT_TIMEOUT, MAX_ERROR_BODY, hostport, splice
 
 log = logging.getLogger("pyk8s.apiserver.kubelet")
 
 DEFAULT_KUBELET_PORT = 10250
 ADDRESS_PREFERENCE = ("InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS")
-CONNECT_TIMEOUT = 10.0
-MAX_ERROR_BODY = 64 * 1024
 # request headers an upgrade needs end to end
 UPGRADE_HEADERS = ("upgrade", "connection", "sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol",
                    "sec-websocket-extensions", "x-stream-protocol-version", "user-agent", "origin")
@@ -180,7 +176,7 @@ class KubeletProxy:
     async def _logs(self, request: web.Request, host: str, port: int, ns: str, name: str,
                     container: str) -> web.StreamResponse:
         params = self._log_params(request.query, name)
-        url = f"https://{_hostport(host, port)}/containerLogs/{quote(ns)}/{quote(name)}/{quote(container)}"
+        url = f"https://{hostport(host, port)}/containerLogs/{quote(ns)}/{quote(name)}/{quote(container)}"
         if params:
             url += "?" + urlencode(params)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, connect=CONNECT_TIMEOUT)
@@ -232,107 +228,27 @@ class KubeletProxy:
     async def _upgrade(self, request: web.Request, host: str, port: int, path: str,
                        params: list[tuple[str, str]]) -> web.StreamResponse:
         target = path + ("?" + urlencode(params) if params else "")
-        lines = [f"{request.method} {target} HTTP/1.1", f"Host: {_hostport(host, port)}"]
+        lines = [f"{request.method} {target} HTTP/1.1", f"Host: {hostport(host, port)}"]
         for k, v in request.headers.items():
             if k.lower() in UPGRADE_HEADERS:
                 lines.append(f"{k}: {v}")
         if request.method in ("POST", "PUT"):
             lines.append("Content-Length: 0")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, ssl=self.client_ssl(), server_hostname=host,
-                                        limit=1024 * 1024), CONNECT_TIMEOUT)
-        except (TimeoutError, OSError) as e:
-            raise E.new_service_unavailable(f"error trying to reach service: {e}") from e
-        kubelet = StreamsConn(reader, writer)
-        try:
-            writer.write(head)
-            await writer.drain()
-            status, reason, headers = await _read_response_head(reader)
-        except (OSError, asyncio.IncompleteReadError, ValueError) as e:
-            await kubelet.close()
-            raise E.new_service_unavailable(f"error dialing backend: {e}") from e
-        if status != 101:
+
+        async def relay(status: int, reason: str, headers: list[tuple[str, str]], body: bytes) -> web.StreamResponse:
             # relay the refusal (kubectl's WebSocket attempt falls back to SPDY on it)
-            try:
-                body = await _read_body(reader, headers)
-            finally:
-                await kubelet.close()
             refusal = web.Response(status=status, reason=reason, body=body)
             for k, v in headers:
                 if k.lower() in ("content-type", "x-accepted-stream-protocol-versions"):
                     refusal.headers.add(k, v)
             refusal.force_close()
             return refusal
-        keep = [(k, v) for k, v in headers if k.lower() in UPGRADE_RESPONSE_HEADERS]
-        resp, client = await hijack(request, keep)
 
-        async def pump(src: Any, dst: Any) -> None:
-            try:
-                while True:
-                    data = await src.read()
-                    if not data:
-                        break
-                    await dst.write(data)
-            except (ConnectionError, OSError):
-                pass
-
-        loop = asyncio.get_running_loop()
-        up = loop.create_task(pump(client, kubelet))
-        down = loop.create_task(pump(kubelet, client))
-        try:
-            await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for t in (up, down):
-                t.cancel()
-            for t in (up, down):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
-            await kubelet.close()
-            await client.close()
-        return resp
-
-
-def _hostport(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return await splice(request, host, port, self.client_ssl(), head,
+                            lambda k: k in UPGRADE_RESPONSE_HEADERS, relay)
 
 
 async def _client_gone(request: web.Request) -> None:
     while request.transport is not None and not request.transport.is_closing():
         await asyncio.sleep(1.0)
-
-
-async def _read_response_head(reader: asyncio.StreamReader) -> tuple[int, str, list[tuple[str, str]]]:
-    raw = await reader.readuntil(b"\r\n\r\n")
-    lines = raw.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/"):
-        raise ValueError(f"malformed status line {lines[0]!r}")
-    headers = []
-    for line in lines[1:]:
-        if not line:
-            continue
-        k, _, v = line.partition(":")
-        headers.append((k.strip(), v.strip()))
-    return int(parts[1]), parts[2] if len(parts) > 2 else "", headers
-
-
-async def _read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]]) -> bytes:
-    h = {k.lower(): v for k, v in headers}
-    try:
-        if "content-length" in h:
-            n = min(int(h["content-length"]), MAX_ERROR_BODY)
-            return await asyncio.wait_for(reader.readexactly(n), 10)
-        if "chunked" in h.get("transfer-encoding", "").lower():
-            out = bytearray()
-            while len(out) < MAX_ERROR_BODY:
-                size = int((await asyncio.wait_for(reader.readline(), 10)).split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    break
-                out += await asyncio.wait_for(reader.readexactly(size + 2), 10)
-                del out[-2:]
-            return bytes(out)
-        return await asyncio.wait_for(reader.read(MAX_ERROR_BODY), 10)
-    except (TimeoutError, asyncio.IncompleteReadError, ValueError, OSError):
-        return b""

@@ -39,6 +39,7 @@ class _Stream:
         self.eof = False
         self.closed = False  # the client stopped reading
         self.started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.warnings: list[str] = []  # the answer's Warning headers (a deprecated version's)
         self._waiter: asyncio.Future[None] | None = None
 
     def push(self, data: bytes) -> None:
@@ -91,6 +92,7 @@ class _Writer:
         raise RuntimeError("no compression on loopback streams")
 
     async def write_headers(self, status_line: str, headers: Any) -> None:
+        self.stream.warnings = list(headers.getall("Warning", ()))
         if not self.stream.started.done():
             self.stream.started.set_result(None)
 
@@ -185,9 +187,10 @@ class LoopbackPool:
             resp = await asyncio.shield(task)
         return resp.status, response_body(resp)
 
-    async def stream(self, method: str, target: str) -> tuple[int, bytes, AsyncIterator[bytes]] | None:
-        """A watch served in-process: (status, body of a refusal, chunks of the stream), or None
-        when it must go over the network (another thread's loop, or a kind of stream we do not carry)."""
+    async def stream(self, method: str, target: str) -> tuple[int, bytes, AsyncIterator[bytes], list[str]] | None:
+        """A watch served in-process: (status, body of a refusal, chunks of the stream, its Warning
+        headers), or None when it must go over the network (another thread's loop, or a kind of
+        stream we do not carry)."""
         server = self.server
         if not self._local() or method != "GET" or takes_connection(target.partition("?")[0]):
             return None
@@ -202,7 +205,7 @@ class LoopbackPool:
             stream.started.cancel()
         if task in done and not task.result().prepared:  # refused (403, 410 ...): an ordinary answer
             resp = task.result()
-            return resp.status, response_body(resp), _empty()
+            return resp.status, response_body(resp), _empty(), list(resp.headers.getall("Warning", ()))
 
         async def finish() -> None:  # as aiohttp ends a handler's streamed answer
             try:
@@ -223,7 +226,7 @@ class LoopbackPool:
                     task.cancel()  # the client went away: the watch ends, as on a closed connection
                 await asyncio.gather(ender, return_exceptions=True)
 
-        return 200, b"", chunks()
+        return 200, b"", chunks(), stream.warnings
 
     def close(self) -> None:
         self.fallback.close()

@@ -16,7 +16,7 @@ from typing import Any
 from ..api import errors as E
 from ..api.quantity import Quantity
 from ..api.resources import Resource
-from ..controllers.resourcequota_usage import (
+from ..quota.usage import (
     add,
     format_usage,
     matches_quota,

@@ -10,6 +10,14 @@ verb on `nodes/proxy`, `services/proxy`, `pods/proxy`, as upstream.
 As upstream (proxyutil.IsProxyableIP / IsProxyableHostname), a target that is not a global
 unicast address (loopback, link-local, unspecified, multicast) is refused with 400
 `address not allowed`: the API server must not become a way into its own host's services.
+
+As upstream's UpgradeAwareHandler with its rewriting transport: `.../proxy` without a path
+is redirected (301) to `.../proxy/` for GET and HEAD; the target learns the path the client
+asked in `X-Forwarded-Uri`; links in `text/html` answers and a redirect's `Location` are
+moved under the proxy prefix (proxy_transport.py); CORS headers of the target are dropped;
+and a connection upgrade (WebSocket, SPDY) is sent on and spliced once the target switches
+protocols (upgrade_splice.py), authorized as the method's verb on `*/proxy` like any other
+proxied request (a WebSocket's GET needs `get`).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import random
 import socket
 import ssl
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -27,7 +36,9 @@ from aiohttp import web
 from ..api import errors as E
 from ..api.resources import Resource
 from . import appkeys
+from .proxy_transport import rewrite_body, rewrite_url
 from .request import RequestInfo
+from .upgrade_splice import hostport, is_upgrade, splice
 
 __all__ = ["handle", "split_scheme_name_port", "is_proxyable_ip"]
 
@@ -37,7 +48,13 @@ _DROP_REQUEST = frozenset(("connection", "keep-alive", "proxy-connection", "prox
                            "te", "trailer", "transfer-encoding", "upgrade", "host", "authorization", "content-length",
                            "impersonate-user", "impersonate-group", "impersonate-uid"))
 _DROP_RESPONSE = frozenset(("connection", "keep-alive", "proxy-connection", "proxy-authenticate", "te", "trailer",
-                            "transfer-encoding", "upgrade", "content-length"))
+                            "transfer-encoding", "upgrade", "content-length",
+                            # upstream's corsRemovingTransport
+                            "access-control-allow-credentials", "access-control-allow-headers",
+                            "access-control-allow-methods", "access-control-allow-origin"))
+# an upgrade carries its own Connection/Upgrade headers on; the API server's credentials stay here
+_DROP_UPGRADE = frozenset(("host", "authorization", "content-length", "impersonate-user", "impersonate-group",
+                           "impersonate-uid", "proxy-authorization"))
 TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10.0)
 _insecure: ssl.SSLContext | None = None
 
@@ -86,12 +103,14 @@ def _join(host: str, port: int | str | None) -> str:
     return f"{h}:{port}" if port else h
 
 
-def _remainder(info: RequestInfo) -> str:
-    """The path after `.../NAME/proxy`, kept as sent (a trailing slash matters to the target)."""
+def _split_proxy_path(path: str, info: RequestInfo) -> tuple[str, str]:
+    """(the prefix up to `.../NAME/proxy`, the path after it, kept as sent: a trailing slash
+    matters to the target)."""
     marker = f"/{info.name}/proxy"
-    i = info.path.find(marker)
-    rest = info.path[i + len(marker):] if i >= 0 else ""
-    return rest or "/"
+    i = path.find(marker)
+    if i < 0:
+        return path, ""
+    return path[:i + len(marker)], path[i + len(marker):]
 
 
 async def _pod_location(h: Any, ns: str | None, scheme: str, name: str, port: str) -> tuple[str, ssl.SSLContext | None]:
@@ -194,24 +213,45 @@ async def handle(h: Any, request: web.Request, res: Resource, ns: str | None, in
     if parsed is None:
         raise E.new_bad_request(f'invalid {what} request "{info.name}"')
     scheme, name, port = parsed
+    prefix, rest = _split_proxy_path(request.path, info)  # (info.path has lost a trailing slash)
+    if not rest and request.method in ("GET", "HEAD"):
+        # upstream's proxyRedirectsforRootPath (issue 4958): a page's relative links need the slash
+        q = request.query_string
+        return web.Response(status=301, headers={"Location": prefix + "/" + ("?" + q if q else "")})
     if res.kind == "Pod":
         base, ctx = await _pod_location(h, ns, scheme, name, port)
     elif res.kind == "Service":
         base, ctx = await _service_location(h, ns, info.name, scheme, name, port)
     else:
         base, ctx = await _node_location(h, request, scheme, name, port)
-    return await _forward(request, base + _remainder(info), ctx)
+    if is_upgrade(request.headers):
+        return await _upgrade(request, base, rest or "/", ctx)
+    return await _forward(request, base, prefix, rest or "/", ctx)
 
 
-async def _forward(request: web.Request, url: str, ctx: ssl.SSLContext | None) -> web.StreamResponse:
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
+def _forwarded_for(request: web.Request) -> str | None:
     peer = request.transport.get_extra_info("peername") if request.transport is not None else None
-    if peer:
-        prior = request.headers.get("X-Forwarded-For")
-        headers["X-Forwarded-For"] = f"{prior}, {peer[0]}" if prior else str(peer[0])
+    if not peer:
+        return None
+    prior = request.headers.get("X-Forwarded-For")
+    return f"{prior}, {peer[0]}" if prior else str(peer[0])
+
+
+async def _forward(request: web.Request, base: str, prefix: str, rest: str,
+                   ctx: ssl.SSLContext | None) -> web.StreamResponse:
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
+    if (xff := _forwarded_for(request)) is not None:
+        headers["X-Forwarded-For"] = xff
+    headers["X-Forwarded-Uri"] = prefix + rest  # the path the client asked for
     body = await request.read() if request.can_read_body else None
     query = request.query_string
-    target = url + ("?" + query if query else "")
+    target = base + rest + ("?" + query if query else "")
+    backend_host = base.split("://", 1)[1]
+    request_host = request.headers.get("Host", "")
+
+    def rewrite(url: str) -> str:
+        return rewrite_url(url, backend_host, request_host, prefix)
+
     async with aiohttp.ClientSession(timeout=TIMEOUT, auto_decompress=False) as session:
         try:
             up = await session.request(request.method, target, headers=headers, data=body, ssl=ctx or False,
@@ -224,6 +264,11 @@ async def _forward(request: web.Request, url: str, ctx: ssl.SSLContext | None) -
             for k, v in up.headers.items():
                 if k.lower() not in _DROP_RESPONSE:
                     resp.headers.add(k, v)
+            if "Location" in resp.headers:
+                resp.headers["Location"] = rewrite(resp.headers["Location"])
+            elif up.headers.get("Content-Type", "").split(";", 1)[0].strip() == "text/html":
+                return await _rewritten(request, resp, await up.read(), up.headers.get("Content-Encoding", ""),
+                                        rewrite)
             await resp.prepare(request)
             try:
                 async for chunk in up.content.iter_any():
@@ -232,3 +277,44 @@ async def _forward(request: web.Request, url: str, ctx: ssl.SSLContext | None) -
                 return resp  # the target went away mid-answer: the client sees the body end early
             await resp.write_eof()
             return resp
+
+
+async def _rewritten(request: web.Request, resp: web.StreamResponse, body: bytes, encoding: str,
+                     rewrite: Any) -> web.StreamResponse:
+    try:
+        new = rewrite_body(body, encoding, rewrite)
+    except ValueError as e:  # upstream fails the request when the page does not decode
+        raise E.StatusError(500, "", str(e), {}) from None
+    out = body if new is None else new
+    resp.content_length = len(out)
+    await resp.prepare(request)
+    await resp.write(out)
+    await resp.write_eof()
+    return resp
+
+
+async def _upgrade(request: web.Request, base: str, rest: str, ctx: ssl.SSLContext | None) -> web.StreamResponse:
+    """Send the upgrade on as the client sent it (less our credentials) and splice on 101."""
+    u = urlsplit(base)
+    host, port = u.hostname or "", u.port or (443 if u.scheme == "https" else 80)
+    query = request.query_string
+    lines = [f"{request.method} {rest}{'?' + query if query else ''} HTTP/1.1",
+             f"Host: {request.headers.get('Host') or hostport(host, port)}"]
+    lines += [f"{k}: {v}" for k, v in request.headers.items()
+              if k.lower() not in _DROP_UPGRADE and k.lower() != "x-forwarded-for"]
+    if (xff := _forwarded_for(request)) is not None:
+        lines.append(f"X-Forwarded-For: {xff}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    async def refused(status: int, reason: str, headers: list[tuple[str, str]], body: bytes) -> web.StreamResponse:
+        if status < 400:
+            raise E.StatusError(500, "", f"invalid upgrade response: status code {status}", {})
+        answer = web.Response(status=status, reason=reason, body=body)  # the target's refusal, as it was
+        for k, v in headers:
+            if k.lower() not in _DROP_RESPONSE:
+                answer.headers.add(k, v)
+        answer.force_close()
+        return answer
+
+    return await splice(request, host, port, ctx, head, lambda k: k not in ("content-length", "transfer-encoding"),
+                        refused)

@@ -82,6 +82,10 @@ class RestStorage:
         self.registry = registry
         self.mutating: list[AdmissionFn] = []
         self.validating: list[AdmissionFn] = []
+        # admission of what writes no object of the request's own kind: a DELETE (the stored object),
+        # and the eviction and token subresources' CREATE (the stored pod, the TokenRequest):
+        # fn(rest, res, op, namespace, name, obj, ctx)
+        self.other_admission: list[Callable[..., Any]] = []
         self.managed_fields: Callable[..., Any] | None = None
         # keys whose stored value an update must rewrite even unchanged (storage/transforming.py)
         self.stale_keys: set[str] | None = None
@@ -171,6 +175,13 @@ class RestStorage:
                      old: dict[str, Any] | None, ctx: RequestContext) -> None:
         for fn in chain:
             r = fn(self, res, op, obj, old, ctx)
+            if hasattr(r, "__await__"):
+                await r
+
+    async def admit_other(self, res: Resource, op: str, namespace: str | None, name: str, obj: dict[str, Any],
+                          ctx: RequestContext) -> None:
+        for fn in self.other_admission:
+            r = fn(self, res, op, namespace, name, obj, ctx)
             if hasattr(r, "__await__"):
                 await r
 
@@ -393,6 +404,8 @@ class RestStorage:
             cur = await self.get_current(res, namespace, name)
             if cur is None:
                 raise self._not_found(res, name)
+            if ctx.subresource != "eviction":  # an eviction was admitted before its budget was spent
+                await self.admit_other(res, "DELETE", namespace, name, cur, ctx)
             pre = options.get("preconditions") or {}
             md = cur["metadata"]
             if pre.get("uid") and pre["uid"] != md.get("uid"):

@@ -356,8 +356,7 @@ class APIServer:
             getter = _CacheGetter(self)
             rules = next(r["rules"] for r in bootstrap_policy(False) if r["kind"] == "ClusterRole"
                          and r["metadata"]["name"] == "system:node")
-            node = NodeAuthorizer(pods.list, lambda ns, name: getter._get("", "persistentvolumeclaims", ns, name),
-                                  rules)
+            node = NodeAuthorizer(pods.list, getter._get, rules)
         return UnionAuthorizer(modes, rbac, node)
 
     def _rbac_event(self, ce: Any) -> None:
@@ -512,7 +511,7 @@ class APIServer:
             return user
         return self.authenticator.authenticate(request.headers, peer)
 
-    def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str) -> None:
+    def _authorize(self, user: Any, info: RequestInfo, verb: str, path: str, field_selector: str = "") -> None:
         if info.is_resource:
             attrs = RequestAttributes(verb=verb, api_group=info.group, resource=info.resource,
                                       subresource=info.subresource, name=info.name,
@@ -520,6 +519,10 @@ class APIServer:
                                       resource_request=True)
             if info.resource == "namespaces":
                 attrs.namespace = info.name if info.name else ""
+            if field_selector and verb in ("list", "watch"):
+                from .selector_attributes import with_field_selector
+
+                with_field_selector(attrs, field_selector)
         else:
             attrs = RequestAttributes(verb=verb, path=path, resource_request=False)
         ok, reason = self.authorizer.authorize(user, attrs)
@@ -563,7 +566,7 @@ class APIServer:
             verb = "deletecollection"
         else:
             verb = VERB_BY_METHOD.get(m, m.lower())
-        self._authorize(user, info, verb, path)
+        self._authorize(user, info, verb, path, q.get("fieldSelector", ""))
         fm = q.get("fieldManager", "")
         if fm and m in _OPTIONS_KIND:
             validate_field_manager(fm, _OPTIONS_KIND[m])
@@ -586,15 +589,18 @@ class APIServer:
             raise E.new_bad_request(f"fieldValidation: Invalid value: {ctx.field_validation!r}: must be one of "
                                     "Ignore, Warn, or Strict".replace("'", '"'))
         assert self.handler is not None
-        if res.deprecation_warning:  # a deprecated CRD version, as upstream's crdHandler: errors warn too
-            ctx.warnings.append(res.deprecation_warning)
-        resp = await self.handler.handle(request, info, res, ctx)
-        if res.deprecated_replacement and not resp.prepared:
+        deprecated = res.deprecation_warning  # a deprecated CRD version's
+        if res.deprecated_replacement:  # a built-in deprecated version's
             from ..api.conversion import deprecation_warning
 
-            resp.headers.add("Warning", warning_value(deprecation_warning(res.group, res.version, res.kind)))
-        elif res.deprecation_warning and not resp.prepared:
-            w = warning_value(res.deprecation_warning)
+            deprecated = deprecation_warning(res.group, res.version, res.kind)
+        if deprecated:
+            # before the handler, as upstream's: errors and watches (whose headers go out before it
+            # returns) warn too
+            ctx.warnings.append(deprecated)
+        resp = await self.handler.handle(request, info, res, ctx)
+        if deprecated and not resp.prepared:
+            w = warning_value(deprecated)
             if w not in resp.headers.getall("Warning", ()):  # writes carry ctx.warnings already
                 resp.headers.add("Warning", w)
         return resp

@@ -243,6 +243,7 @@ async def evict(h: Any, ns: str | None, name: str, eviction: dict[str, Any], ctx
     dryrun.from_delete_options(opts, ctx)
     pods = h.registry.get("", "v1", "pods")
     pod = await h.rest.get(pods, ns, name)
+    await h.rest.admit_other(pods, "CREATE", ns, name, pod, ctx)
     phase = (pod.get("status") or {}).get("phase")
     if phase not in ("Succeeded", "Failed", "Pending") and not pod["metadata"].get("deletionTimestamp"):
         pdbs_res = h.registry.get("policy", "v1", "poddisruptionbudgets")
@@ -293,6 +294,7 @@ async def request_token(h: Any, request: web.Request, ns: str | None, name: str,
     """serviceaccounts/token: a bound, expiring JWT (TokenRequest API)."""
     sas = h.registry.get("", "v1", "serviceaccounts")
     sa = await h.rest.get(sas, ns, name)
+    await h.rest.admit_other(sas, "CREATE", ns, name, tr, ctx)
     spec = dict(tr.get("spec") or {})
     exp = int(spec.get("expirationSeconds") or 3600)
     if exp < 600:

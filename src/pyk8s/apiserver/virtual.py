@@ -57,6 +57,9 @@ async def create(h: Any, request: web.Request, res: Resource, ns: str | None, ob
                                       resource=ra.get("resource", ""), subresource=ra.get("subresource", ""),
                                       name=ra.get("name", ""), namespace=ra.get("namespace", ns or ""),
                                       resource_request=True)
+            raw = (ra.get("fieldSelector") or {}).get("rawSelector")
+            if raw and attrs.verb in ("list", "watch"):  # as a request's (AuthorizeWithSelectors)
+                attrs.field_selector = str(raw)
         elif nra is not None:
             attrs = RequestAttributes(verb=nra.get("verb", ""), path=nra.get("path", ""), resource_request=False)
         else:

@@ -18,6 +18,7 @@ import orjson
 
 from ..api.errors import StatusError
 from .http1 import ConnectionPool
+from .warning_handler import log_warnings
 
 log = logging.getLogger("pyk8s.client")
 
@@ -254,7 +255,8 @@ class Client:
         local = getattr(self._pools.get(server), "stream", None)  # the server's in-process loopback
         served = await local("GET", target) if local is not None else None
         if served is not None:
-            status, refusal, chunks = served
+            status, refusal, chunks, warning_values = served
+            log_warnings(warning_values)
             if status >= 400:
                 raise _status_error(status, refusal)
             async for ev in _events(chunks):
@@ -264,6 +266,7 @@ class Client:
         try:
             async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None,
                                                                            sock_read=timeout_seconds + 30)) as r:
+                log_warnings(r.headers.getall("Warning", ()))
                 if r.status >= 400:
                     if r.status in UNAVAILABLE:
                         self.failover(server)

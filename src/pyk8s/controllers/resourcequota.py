@@ -17,9 +17,9 @@ from typing import Any
 from ..api.errors import StatusError
 from ..api.quantity import Quantity
 from ..client import Informer
+from ..quota.usage import format_usage, kind_of_resource, matches_quota, quantities, usage
 from .base import GVRS, Controller, split_key
 from .nodelifecycle import option
-from .resourcequota_usage import format_usage, kind_of_resource, matches_quota, quantities, usage
 
 log = logging.getLogger("pyk8s.controllers.resourcequota")
 

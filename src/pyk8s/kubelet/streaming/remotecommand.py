@@ -27,9 +27,9 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from ...streaming.hijack import hijack
 from . import channels as ch
 from . import spdy
-from .hijack import hijack
 
 log = logging.getLogger("pyk8s.kubelet.streaming")
 

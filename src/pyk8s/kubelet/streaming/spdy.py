@@ -18,7 +18,8 @@ import logging
 import struct
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+
+from ...streaming.conn import ByteConn, StreamsConn  # noqa: F401  (StreamsConn: re-exported for clients)
 
 log = logging.getLogger("pyk8s.kubelet.streaming.spdy")
 
@@ -173,40 +174,6 @@ class FrameReader:
 
 
 # ---------------------------------------------------------------------------- transport
-
-
-class ByteConn(Protocol):
-    """A bidirectional byte pipe: a hijacked HTTP connection, a TCP stream, or a WebSocket tunnel."""
-
-    async def read(self) -> bytes:
-        """Next chunk; b"" at EOF."""
-        ...
-
-    async def write(self, data: bytes) -> None: ...
-
-    async def close(self) -> None: ...
-
-
-class StreamsConn:
-    """ByteConn over asyncio streams (the client side in tests; the proxy's kubelet leg)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-
-    async def read(self) -> bytes:
-        try:
-            return await self.reader.read(65536)
-        except (ConnectionError, OSError):
-            return b""
-
-    async def write(self, data: bytes) -> None:
-        self.writer.write(data)
-        await self.writer.drain()
-
-    async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.writer.close()
 
 
 # ---------------------------------------------------------------------------- session

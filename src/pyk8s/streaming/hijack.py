@@ -35,7 +35,7 @@ class _Feed:
 
 
 class HijackedConn:
-    """A ByteConn over an aiohttp request's transport (see spdy.ByteConn)."""
+    """A ByteConn over an aiohttp request's transport (see conn.ByteConn)."""
 
     def __init__(self, request: web.BaseRequest) -> None:
         self.request = request
