@@ -307,7 +307,9 @@ def test_cleanup_removes_the_table(rig: ProxyRig) -> None:
 
 
 def test_a_node_runs_the_proxy_and_takes_its_table_along_when_it_stops(rig: ProxyRig, api: Any) -> None:
-    """`pyk8s agent` runs the proxy for its node; stopping the node removes the table."""
+    """`pyk8s agent` runs the proxy for its node (here with the kube-proxy identity of
+    --proxy-kubeconfig, as under the Node authorizer a node's own cannot list EndpointSlices);
+    stopping the node removes the table."""
     import os
     import signal
 
@@ -321,7 +323,8 @@ def test_a_node_runs_the_proxy_and_takes_its_table_along_when_it_stops(rig: Prox
     agent = subprocess.Popen(
         rig.nsexec(rig.node_ns, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", rig.cluster.kubeconfig,
                    "--node-name", rig.node_name, "--data-dir", os.path.join(rig.base, "agent"), "--runtime", "process",
-                   "--runc-root", os.path.join(rig.base, "runc")),
+                   "--runc-root", os.path.join(rig.base, "runc"),
+                   "--proxy-kubeconfig", rig.kubeconfig),  # its proxy as system:kube-proxy
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO))
     try:
         wait_for(lambda: names(rig.connect(None, "tcp", rig.node_ip, port)) == ["a"], timeout=30,

@@ -59,6 +59,10 @@ def add_parser(sub: Any) -> None:
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable-proxy", action="store_true",
                    help="do not run the service proxy (pyk8s proxy, nftables) for this node")
+    p.add_argument("--proxy-kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig of the service proxy's identity, bound to system:node-proxier (default: the "
+                        "node's own credentials; a node identity under the Node authorizer cannot list "
+                        "EndpointSlices, as upstream's)")
     from .proxy_cmd import add_flags as add_proxy_flags
 
     add_proxy_flags(p.add_argument_group("service proxy (as kube-proxy's flags)"), local_default="this node's podCIDR")
@@ -153,6 +157,15 @@ async def _agent(args: Any) -> int:
     except ValueError as e:
         print(f"pyk8s agent: {e}", file=sys.stderr)
         return 2
+    proxy_client = None
+    if args.proxy_kubeconfig and not args.disable_proxy:
+        from ..client import Client
+
+        try:
+            proxy_client = Client.from_kubeconfig(args.proxy_kubeconfig, user_agent="kube-proxy/pyk8s")
+        except (OSError, ValueError) as e:
+            print(f"pyk8s agent: --proxy-kubeconfig: {e}", file=sys.stderr)
+            return 2
     use_cheap_subprocesses()
     client = _client(args)
     kl = Kubelet(client, cfg)
@@ -167,7 +180,8 @@ async def _agent(args: Any) -> int:
     if not args.disable_proxy:
         from ..proxy.node import start_node_proxy
 
-        proxy = await start_node_proxy(client, cfg.node_name, args.cluster_cidr, nodeport_cidrs=args.nodeport_addresses,
+        proxy = await start_node_proxy(proxy_client or client, cfg.node_name, args.cluster_cidr,
+                                       owns_client=proxy_client is not None, nodeport_cidrs=args.nodeport_addresses,
                                        min_sync_period=args.min_sync_period)
     from .. import gctune
 
