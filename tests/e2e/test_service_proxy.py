@@ -208,6 +208,25 @@ def test_nodeport_addresses_limit_where_node_ports_answer(rig: ProxyRig, api: An
         rig.start_proxy()
 
 
+def test_two_services_on_one_external_ip_and_port_do_not_stop_the_proxy(rig: ProxyRig, api: Any) -> None:
+    """nft takes one verdict per map key: the older Service keeps the address and port, the newer
+    waits for it, and every other Service keeps being synced (a duplicate key would fail each
+    transaction)."""
+    core, _ = api
+    make_service(api, "ext1", [{"port": 8090, "targetPort": 8080}], externalIPs=[rig.node_ip])
+    put_slice(api, "ext1", [endpoint(rig, "a")])
+    wait_for(lambda: names(rig.connect(None, "tcp", rig.node_ip, 8090)) == ["a"], what="ext1")
+    make_service(api, "ext2", [{"port": 8090, "targetPort": 8080}], externalIPs=[rig.node_ip])
+    put_slice(api, "ext2", [endpoint(rig, "b")])
+    after = make_service(api, "ext3", [{"port": 80, "targetPort": 8080}])
+    put_slice(api, "ext3", [endpoint(rig, "c")])
+    wait_for(lambda: names(rig.connect("client", "tcp", after["spec"]["cluster_ip"], 80)) == ["c"],
+             what="a later Service still synced")
+    assert set(names(rig.connect(None, "tcp", rig.node_ip, 8090, 10))) == {"a"}
+    core.delete_namespaced_service("ext1", "default")
+    wait_for(lambda: names(rig.connect(None, "tcp", rig.node_ip, 8090)) == ["b"], what="ext2 takes the port")
+
+
 def test_external_traffic_policy_local_keeps_client_address_and_local_endpoints(rig: ProxyRig, api: Any) -> None:
     svc = make_service(api, "local", [{"port": 80, "targetPort": 8080}], type="NodePort",
                        externalTrafficPolicy="Local")

@@ -81,6 +81,10 @@ class Proxier:
         self.slices.add_index("service", _slice_service)
         self._fragments: dict[int, dict[str, Fragment]] = {f: {} for f in config.families}
         self._ports: dict[int, dict[str, list[ServicePort]]] = {f: {} for f in config.families}
+        # one Service per map key (two Services may name the same external IP and port): who holds
+        # each, and who waits for it
+        self._owners: dict[int, dict[tuple[str, str], str]] = {f: {} for f in config.families}
+        self._waiting: dict[int, dict[tuple[str, str], set[str]]] = {f: {} for f in config.families}
         self._dirty: set[str] = set()
         self._full = True
         self._wake = asyncio.Event()
@@ -163,6 +167,37 @@ class Proxier:
         ports = service_ports(svc, self.slices.by_index("service", key), family, self.config.node_name)
         return ports, (fragment(self.tables[family], ports) if ports else None)
 
+    def _age(self, key: str) -> tuple[str, str]:
+        svc = self.services.get(key) or {}
+        return (svc.get("metadata") or {}).get("creationTimestamp") or "", key
+
+    def _claim(self, family: int, built: dict[str, tuple[list[ServicePort], Fragment | None]], full: bool) -> None:
+        """Leave out of each new fragment the map keys another Service holds (the older one keeps a
+        key, as nft takes one verdict per key and a duplicate would fail the whole transaction); a
+        Service that lost out is synced again once the key is free."""
+        owners, waiting = self._owners[family], self._waiting[family]
+        if full:
+            owners.clear()
+            waiting.clear()
+        released = set()
+        for k in built:
+            old = self._fragments[family].get(k)
+            for m, els in (old.elements.items() if old and not full else ()):
+                for key in els:
+                    if owners.get((m, key)) == k:
+                        del owners[(m, key)]
+                        released.add((m, key))
+        for k, (_, fr) in built.items():
+            for m, els in (fr.elements.items() if fr else ()):
+                for key in list(els):
+                    holder = owners.setdefault((m, key), k)
+                    if holder != k:
+                        del els[key]
+                        waiting.setdefault((m, key), set()).add(k)
+                        log.warning("service %s: %s %s is taken by service %s", k, m, key, holder)
+        for mk in released - set(owners):
+            self._dirty |= waiting.pop(mk, set()) - set(built)
+
     async def sync(self) -> None:
         start = time.perf_counter()
         full = self._full
@@ -172,7 +207,8 @@ class Proxier:
         commands: list[str] = []
         new_state: dict[int, dict[str, tuple[list[ServicePort], Fragment | None]]] = {}
         for family, tcfg in self.tables.items():
-            built = {k: self._build(family, k) for k in dirty}
+            built = {k: self._build(family, k) for k in sorted(dirty, key=self._age)}
+            self._claim(family, built, full)
             new_state[family] = built
             if full:
                 existing = await nft.read_table(tcfg.family, tcfg.name)
@@ -211,7 +247,9 @@ class Proxier:
         self.last_sync_commands = len(commands)
         log.debug("proxy sync: %d services, %d commands, %.1f ms%s", len(dirty), len(commands),
                   self.last_sync_seconds * 1000, " (full)" if full else "")
-        if not self._dirty:
+        if self._dirty:
+            self._wake.set()  # Services that waited for a key this sync freed
+        else:
             self.synced.set()
 
 
