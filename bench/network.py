@@ -146,7 +146,13 @@ def datapath() -> None:
 
 
 def main() -> None:
+    import shutil
+
     sys.path.insert(0, REPO)
+    missing = [b for b in ("ip", "nft", "nsenter", "conntrack") if shutil.which(b) is None]
+    if os.geteuid() != 0 or missing:
+        print(f"  skipped: needs root and {', '.join(missing) or 'network namespaces'}")
+        return
     programming()
     datapath()
 
