@@ -300,6 +300,12 @@ def test_load_balancer_gets_the_node_addresses_and_is_served_there(rig: ProxyRig
     status = wait_for(lambda: core.read_namespaced_service_status("lb", "default").status.load_balancer.ingress,
                       what="LoadBalancer ingress")
     assert [(i.ip, i.ip_mode) for i in status] == [(rig.node_ip, "VIP")]
+    # the one writer of the cluster holds its Lease (several servers elect it)
+    from kubernetes import client as k8s
+
+    assert rig.cluster is not None
+    lease = k8s.CoordinationV1Api(rig.cluster.api_client()).read_namespaced_lease("pyk8s-servicelb", "kube-system")
+    assert lease.spec.holder_identity
     got = wait_for(lambda: [x for x in rig.connect(None, "tcp", rig.node_ip, 8081) if x.startswith("c ")],
                    what="the LoadBalancer port on the node address")
     assert got == [f"c {rig.bridge_ip}"]

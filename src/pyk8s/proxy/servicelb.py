@@ -2,7 +2,8 @@
 addresses as `status.loadBalancer.ingress`, and every node's proxy serves the Service's port there
 (the ingress IPs are programmed like external IPs, nftables_rules.py).
 
-One writer in the cluster: `pyk8s server` runs it (not the agents). As k3s does, a Service whose
+One writer in the cluster: `pyk8s server` runs it (not the agents), and several servers of one
+cluster elect the writer on the Lease kube-system/pyk8s-servicelb. As k3s does, a Service whose
 port (and protocol) another LoadBalancer Service already holds gets no address and stays pending,
 since both cannot be served on the same node address; the older Service keeps the port.
 Services with a `loadBalancerClass` belong to another implementation and are left alone, as are
@@ -19,6 +20,7 @@ from typing import Any
 from ..api.errors import StatusError
 from ..client import Client
 from ..client.informer import InformerFactory
+from ..client.leaderelection import LeaderElector
 from ..client.tasks import cancel
 
 log = logging.getLogger("pyk8s.servicelb")
@@ -28,6 +30,7 @@ __all__ = ["ServiceLB", "ingress_for"]
 SERVICES = ("", "v1", "services")
 NODES = ("", "v1", "nodes")
 EXCLUDE_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
+LEASE_NAME = "pyk8s-servicelb"
 
 
 def _ready(node: dict[str, Any]) -> bool:
@@ -84,6 +87,7 @@ class ServiceLB:
         self.nodes = self.factory.informer(NODES)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.elector = LeaderElector(client, LEASE_NAME)
 
     async def start(self) -> None:
         def poke(*_: Any) -> None:
@@ -93,16 +97,22 @@ class ServiceLB:
             inf.add_handlers(poke, poke, poke)
         self.factory.start()
         await self.factory.wait_synced()
-        self._wake.set()
-        self._task = asyncio.create_task(self._loop(), name="servicelb")
+        self._task = asyncio.create_task(self._elect(), name="servicelb")
 
     async def stop(self) -> None:
         await cancel(self._task)
         self._task = None
+        await self.elector.release()
         await self.factory.stop()
         await self.client.close()
 
+    async def _elect(self) -> None:
+        while True:
+            await self.elector.run(self._loop)
+            log.warning("servicelb: lost the lease; waiting to lead again")
+
     async def _loop(self) -> None:
+        self._wake.set()  # a new leader looks at everything
         while True:
             await self._wake.wait()
             self._wake.clear()
