@@ -97,17 +97,17 @@ class Proxier:
 
     # ---- events --------------------------------------------------------------------------
     def _mark(self, key: str) -> None:
-        if key:
-            self._dirty.add(key)
-            self.synced.clear()
-            self._wake.set()
+        self._dirty.add(key)
+        self.synced.clear()
+        self._wake.set()
 
     def _on_service(self, *objs: dict[str, Any]) -> None:
         self._mark(_key(objs[-1]))
 
     def _on_slice(self, *objs: dict[str, Any]) -> None:
         for o in objs:  # an update may move a slice between Services
-            self._mark(_slice_service(o)[0] if _slice_service(o) else "")
+            for key in _slice_service(o):
+                self._mark(key)
 
     # ---- lifecycle -----------------------------------------------------------------------
     def add_handlers(self) -> None:
