@@ -156,6 +156,10 @@ async def start_components(server: Any, args: Any) -> list[Any]:
             start_local_agent = None  # type: ignore[assignment]
         if start_local_agent is not None:
             started.append(await start_local_agent(server, args, component_client))
+    if "ingress" not in disabled:
+        write_ingress_kubeconfig(server)
+        if not getattr(args, "disable_agent", False):
+            started.append(await start_ingress(server, args))
     return started
 
 
@@ -179,3 +183,38 @@ async def _start_local_proxy(server: Any, args: Any) -> Any:
     client = component_client(server, "system:kube-proxy", [], "kube-proxy/pyk8s")
     cidr = getattr(args, "cluster_cidr", "") or ""
     return await start_node_proxy(client, socket.gethostname().lower(), [cidr] if cidr else [], owns_client=True)
+
+
+def write_ingress_kubeconfig(server: Any) -> str:
+    """<data-dir>/ingress.conf (0600): the Ingress controller's own identity, for `pyk8s ingress
+    --kubeconfig` and `pyk8s agent --ingress-kubeconfig` on other nodes; fresh at every start."""
+    import os
+
+    from .client.kubeconfig import write_kubeconfig
+    from .ingress.policy import USER
+    from .pki import issue_client_cert
+
+    path = os.path.join(os.path.abspath(server.config.data_dir), "ingress.conf")
+    cert_pem, key_pem = issue_client_cert(server.pki, USER, [])
+    write_kubeconfig(path, server.url, server.pki.ca_cert_path.read_bytes(), cert_pem, key_pem, user=USER)
+    return path
+
+
+async def start_ingress(server: Any, args: Any) -> Any:
+    """The local node's Ingress controller (docs/ingress.md), as its own least-privilege user on
+    the server's loop; a port it cannot take is a warning, not a failed server."""
+    from .cli.ingress_cmd import config_from_args
+    from .ingress.controller import IngressController
+    from .ingress.policy import USER
+    from .kubelet.node import default_node_ip
+
+    client = component_client(server, USER, [], "pyk8s-ingress")
+    ctrl = IngressController(client, config_from_args(args, [default_node_ip()]))  # the local Node's InternalIP
+    ctrl.owns_client = True
+    try:
+        await ctrl.start()
+    except Exception as e:  # noqa: BLE001 - the control plane keeps running without it
+        log.warning("pyk8s: the Ingress controller cannot start: %s", e)
+        print(f"pyk8s: WARNING: Ingress controller not started: {e}", flush=True)
+        await ctrl.stop()
+    return ctrl

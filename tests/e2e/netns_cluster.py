@@ -222,7 +222,7 @@ class NetnsCluster(Env):
 
     def _cleanup_node(self, i: int, a: NetnsAgent) -> None:
         """kubelet_harness.force_cleanup, run inside the node's namespace (CNI DEL must find its bridge)."""
-        if not os.path.isdir(f"/run/netns/{self.netns[i]}"):
+        if not os.path.exists(f"/run/netns/{self.netns[i]}"):  # a file (nsfs bind mount), not a directory
             shutil.rmtree(a.runc_root, ignore_errors=True)
             return
         code = ("import sys; from tests.e2e.kubelet_harness import force_cleanup; "

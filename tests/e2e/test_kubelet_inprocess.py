@@ -43,7 +43,8 @@ class InProcess(Env):
         tag = uuid.uuid4().hex[:8]
         self.bridge, self.runc_root = f"pk{tag}", f"/run/pyk8s/e2e-{tag}"
         self.cluster = ServerWithKubelet(os.path.join(base, "server"), extra_args=["--cluster-cidr", f"{self.net}.0.0/16",
-                                                                                       "--disable", "proxy"],
+                                                                                   "--disable", "ingress",
+                                                                                   "--disable", "proxy"],
                                env={"PYK8S_AGENT_CNI_BRIDGE": self.bridge, "PYK8S_AGENT_RUNC_ROOT": self.runc_root})
 
     def start(self, images: tuple[str, ...] = ("busybox:e2e",)) -> InProcess:

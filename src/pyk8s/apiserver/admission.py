@@ -356,6 +356,9 @@ class NodeCIDRAllocator:
 def install(rest: RestStorage, service_cidr: str, cluster_cidr: str) -> ServiceAllocator:
     alloc = ServiceAllocator(service_cidr)
     nodes = NodeCIDRAllocator(cluster_cidr)
-    rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit, nodes.admit])
+    from .default_ingress_class import default_ingress_class
+
+    rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit, nodes.admit,
+                          default_ingress_class])
     rest.validating.append(quota_admission.admit_quota)
     return alloc

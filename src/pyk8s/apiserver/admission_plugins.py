@@ -3,7 +3,8 @@
 Every name kube-apiserver v1.33 registers is accepted as a name (others: upstream's
 `enable-admission-plugins plugin "X" is unknown`). What each does here:
 - plugins we run as separate steps can be turned off: ServiceAccount, DefaultTolerationSeconds,
-  Priority, ResourceQuota (on by default, as upstream), NodeRestriction (off by default, as upstream);
+  Priority, ResourceQuota, DefaultIngressClass (on by default, as upstream), NodeRestriction (off by
+  default, as upstream);
 - plugins on by default upstream that we build into the request path (NamespaceLifecycle, the
   certificate plugins, ...) are always on here: disabling them is refused rather than ignored;
 - plugins on by default upstream that we do not have (PodSecurity, LimitRanger, webhooks, ...)
@@ -38,7 +39,8 @@ DEFAULT_ON = frozenset((
     "CertificateSubjectRestriction", "DefaultIngressClass", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota",
 ))
-TOGGLES = frozenset(("ServiceAccount", "DefaultTolerationSeconds", "Priority", "ResourceQuota", "NodeRestriction"))
+TOGGLES = frozenset(("ServiceAccount", "DefaultTolerationSeconds", "Priority", "ResourceQuota", "NodeRestriction",
+                     "DefaultIngressClass"))
 BUILT_IN = frozenset(("NamespaceLifecycle", "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
                       "RuntimeClass"))
 
@@ -67,6 +69,7 @@ def resolve(enable: list[str], disable: list[str]) -> tuple[set[str], set[str]]:
 def apply(rest: Any, enable: set[str], disable: set[str]) -> None:
     """Add or remove the toggled plugins in the server's admission chains."""
     from . import admission, node_restriction, quota_admission
+    from .default_ingress_class import default_ingress_class
 
     steps: dict[str, tuple[list[Callable[..., Any]], Callable[..., Any]]] = {
         "ServiceAccount": (rest.mutating, admission.service_account),
@@ -74,6 +77,7 @@ def apply(rest: Any, enable: set[str], disable: set[str]) -> None:
         "Priority": (rest.mutating, admission.priority),
         "ResourceQuota": (rest.validating, quota_admission.admit_quota),
         "NodeRestriction": (rest.mutating, node_restriction.admit),
+        "DefaultIngressClass": (rest.mutating, default_ingress_class),
     }
     # plugins that also judge deletes and the eviction and token subresources
     other: dict[str, Callable[..., Any]] = {"NodeRestriction": node_restriction.admit_other}

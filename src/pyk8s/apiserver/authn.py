@@ -89,6 +89,7 @@ CREDENTIAL_ID_KEY = "authentication.kubernetes.io/credential-id"
 POD_NAME_KEY = "authentication.kubernetes.io/pod-name"
 POD_UID_KEY = "authentication.kubernetes.io/pod-uid"
 NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
+STALE_TOKEN_ANNOTATION = "authentication.k8s.io/stale-token"  # audit annotation for a token past its warnafter
 NODE_UID_KEY = "authentication.kubernetes.io/node-uid"
 
 DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -554,6 +555,14 @@ class ServiceAccountTokenAuthenticator:
         jti = claims.get("jti")
         if isinstance(jti, str) and jti:
             extra[CREDENTIAL_ID_KEY] = [f"JTI={jti}"]
+        warn_after = k8s.get("warnafter")
+        if isinstance(warn_after, (int, float)) and warn_after and now > warn_after:
+            # an extended kube-api-access token used past its requested lifetime: a client that never
+            # re-reads the token file, which upstream flags in the audit log (token_request.py)
+            from .audit.filter import add_annotation  # the audit filter imports this module
+
+            add_annotation(STALE_TOKEN_ANNOTATION, f"subject: {claims.get('sub', '')}, seconds after warning "
+                                                   f"threshold: {int(now - warn_after)}")
         return UserInfo(
             service_account_username(ns, sa_name),
             uid=sa_uid,

@@ -60,12 +60,25 @@ async def run(server: Any) -> None:
                 log.error("bootstrap policy %s %s: %s", obj["kind"], obj["metadata"]["name"], e.message)
     except ImportError:  # pragma: no cover
         pass
+    await _ingress(server)
     await _kubernetes_service(server)
     try:
         await _local_api_services(server)
     except E.StatusError as e:  # informational objects: never keep the server from starting
         log.error("bootstrap APIServices: %s", e.message)
     await _flowcontrol(server)
+
+
+async def _ingress(server: Any) -> None:
+    """The built-in Ingress controller's identity, and its default IngressClass unless
+    `--disable ingress` (docs/ingress.md)."""
+    from . import ingress_bootstrap as policy
+
+    for obj in policy.rbac_objects():
+        plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+        await _ensure(server, "rbac.authorization.k8s.io", plural, obj)
+    if "ingress" not in getattr(server.config, "disabled_components", ()):
+        await _ensure(server, "networking.k8s.io", "ingressclasses", policy.ingress_class())
 
 
 async def _flowcontrol(server: Any) -> None:

@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import os
-import socket
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from .pretty import pretty_printing
 from .query_params import parse_bool, validate_field_manager
 from .request import RequestInfo, parse_path
 from .rest import RequestContext, RestStorage
+from .serving_address import DEFAULT_BIND_ADDRESS, check_family, default_advertise_address, is_specific
 from .warning_headers import add_warnings, warning_value
 from .watchcache import CacheSet
 
@@ -56,7 +56,7 @@ _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "Patc
 @dataclass
 class ServerConfig:
     data_dir: str = "./data"
-    bind_address: str = "127.0.0.1"
+    bind_address: str = DEFAULT_BIND_ADDRESS  # upstream's 0.0.0.0: pods reach the server (serving_address.py)
     port: int = 6443
     datastore_endpoint: str = ""
     etcd_cafile: str | None = None
@@ -76,6 +76,7 @@ class ServerConfig:
     client_ca_file: str | None = None  # --client-ca-file: another CA whose client certificates are accepted
     admission_enable: frozenset[str] = frozenset()
     admission_disable: frozenset[str] = frozenset()
+    disabled_components: frozenset[str] = frozenset()  # --disable: components not run (bootstrap skips their objects)
     bookmark_interval: float = 60.0
     compaction_interval: float = 60.0
     compaction_window: float = 300.0
@@ -97,6 +98,8 @@ class ServerConfig:
     enable_priority_and_fairness: bool = True
     max_requests_inflight: int = 400  # upstream's defaults; APF shares their sum among priority levels
     max_mutating_requests_inflight: int = 200
+    # --service-account-extend-token-expiration: kube-api-access tokens valid a year, flagged after 3607 s
+    extend_token_expiration: bool = True
 
 
 def _version_info() -> dict[str, str]:
@@ -119,18 +122,6 @@ def _version_info() -> dict[str, str]:
         "compiler": "cpython",
         "platform": f"linux/{'amd64' if platform.machine() in ('x86_64', 'AMD64') else platform.machine()}",
     }
-
-
-def _default_advertise_address() -> str:
-    try:
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks the outgoing interface
-            return s.getsockname()[0]
-        finally:
-            s.close()
-    except OSError:
-        return "127.0.0.1"
 
 
 class APIServer:
@@ -157,7 +148,8 @@ class APIServer:
         self.authenticator: Any = None
         self.authorizer: Any = None
         self.port = config.port
-        self.advertise_address = config.advertise_address or _default_advertise_address()
+        self.advertise_address = default_advertise_address(config.bind_address, config.advertise_address)
+        check_family(self.advertise_address, config.service_cidr, config.endpoint_reconciler_type)
         self.started_at = 0.0
         self.crds: Any = None
         self._cert_users: dict[bytes, tuple[Any, float]] = {}
@@ -169,8 +161,10 @@ class APIServer:
     def url(self) -> str:
         scheme = "https" if self.config.tls else "http"
         host = self.config.bind_address
-        if host in ("0.0.0.0", "::"):
+        if host == "0.0.0.0":
             host = "127.0.0.1"
+        elif ":" in host:  # IPv6 (asyncio binds it v6-only): in brackets, :: reached on ::1
+            host = "[::1]" if host == "::" else f"[{host}]"
         return f"{scheme}://{host}:{self.port}"
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -308,8 +302,9 @@ class APIServer:
 
         cfg = self.config
         sans = list(cfg.extra_sans)
-        if self.advertise_address not in sans:
-            sans.append(self.advertise_address)
+        for addr in (self.advertise_address, cfg.bind_address):  # what clients and pods connect to
+            if addr not in sans and is_specific(addr):
+                sans.append(addr)
         self.pki = ensure_pki(cfg.data_dir, sans, cfg.service_cidr)
         self.authenticator = Authenticator.for_pki(
             self.pki, token_auth_file=cfg.token_auth_file, sa_getter=_CacheGetter(self),
@@ -376,12 +371,14 @@ class APIServer:
         return ctx
 
     def sign_token(self, namespace: str, name: str, uid: str, audiences: list[str], expiration: int,
-                   bound_pod: dict[str, Any] | None) -> tuple[str, str]:
+                   binding: Any, warn_after: int | None = None) -> tuple[str, str]:
+        """A service-account JWT bound as token_request.Binding says; (token, expiry as RFC 3339)."""
         from ..api.timefmt import format_time
         from .authn import issue_service_account_token
 
         token, exp = issue_service_account_token(self.pki.sa_private_key, namespace, name, uid, audiences, expiration,
-                                                 bound_pod)
+                                                 binding.pod, bound_secret=binding.secret, bound_node=binding.node,
+                                                 warn_after_seconds=warn_after)
         return token, exp if isinstance(exp, str) else format_time(exp)
 
     def write_admin_kubeconfig(self, path: str) -> None:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aiohttp import web
 
 from ..api import errors as E
 from ..api.resources import Resource
-from ..api.timefmt import now_rfc3339
+from ..api.timefmt import format_time, now_rfc3339
 from . import appkeys
+from .audit.filter import add_annotation
 from .negotiation import Output
 from .request import RequestInfo
 from .rest import RequestContext, deep_copy
+from .token_request import ISSUED_CREDENTIAL_ID_ANNOTATION, credential_id, lifetime, resolve_binding
 
 # ---- scale ----------------------------------------------------------------------------------
 
@@ -305,21 +308,22 @@ async def request_token(h: Any, request: web.Request, ns: str | None, name: str,
         raise E.new_invalid("TokenRequest", name, [E.FieldError("spec.expirationSeconds", "TooLong", exp,
                                                                "may not specify a duration larger than 2^32 seconds")],
                             "authentication.k8s.io")
-    audiences = spec.get("audiences") or [request.app[appkeys.API_AUDIENCE]]
+    api_audiences = [request.app[appkeys.API_AUDIENCE]]
+    audiences = spec.get("audiences") or api_audiences
     bound = spec.get("boundObjectRef")
-    bound_pod = None
-    if bound:
-        if bound.get("kind") == "Pod":
-            pods = h.registry.get("", "v1", "pods")
-            pod = await h.rest.get(pods, ns, bound.get("name", ""))
-            if bound.get("uid") and bound["uid"] != pod["metadata"]["uid"]:
-                raise E.new_conflict("pods", bound.get("name", ""), "the UID in the bound object reference does not match")
-            bound_pod = {"name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+    binding = await resolve_binding(h.rest, h.registry, ns, name, bound)
+    valid_for, warn_after = exp, None
+    if request.app[appkeys.SERVER].config.extend_token_expiration:  # kube-api-access: a year, warned
+        valid_for, warn_after = lifetime(exp, binding, audiences, api_audiences)
     signer = request.app[appkeys.TOKEN_SIGNER]
-    token, expires = signer(ns, name, sa["metadata"]["uid"], audiences, exp, bound_pod)
+    issued = time.time()  # before signing: the status's expiry is never after the token's
+    token, _ = signer(ns, name, sa["metadata"]["uid"], audiences, valid_for, binding, warn_after)
+    if cid := credential_id(token):
+        add_annotation(ISSUED_CREDENTIAL_ID_ANNOTATION, cid)
     out = deep_copy(tr)
     out.update({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1"})
-    out.setdefault("metadata", {}).update({"name": name, "namespace": ns, "creationTimestamp": None})
+    out.setdefault("metadata", {}).update({"name": name, "namespace": ns, "creationTimestamp": format_time(issued)})
     out["spec"] = {"audiences": audiences, "expirationSeconds": exp, "boundObjectRef": bound}
-    out["status"] = {"token": token, "expirationTimestamp": expires}
+    # the requested lifetime, also for an extended token, as upstream: the kubelet refreshes by it
+    out["status"] = {"token": token, "expirationTimestamp": format_time(issued + exp)}
     return out

@@ -45,6 +45,8 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
         argv += ["--token-auth-file", cfg.token_auth_file]
     if not cfg.anonymous_auth:
         argv.append("--anonymous-auth=false")
+    if not cfg.extend_token_expiration:  # workers answer TokenRequests too
+        argv.append("--service-account-extend-token-expiration=false")
     if cfg.audit is not None:
         argv += cfg.audit.argv()
     # workers authorize and admit what they serve: the same modes and plugins

@@ -66,6 +66,12 @@ def add_parser(sub: Any) -> None:
     from .proxy_cmd import add_flags as add_proxy_flags
 
     add_proxy_flags(p.add_argument_group("service proxy (as kube-proxy's flags)"), local_default="this node's podCIDR")
+    p.add_argument("--ingress-kubeconfig", default=None, metavar="FILE",
+                   help="run the Ingress controller for this node as the identity in FILE (the server's "
+                        "<data-dir>/ingress.conf: user system:pyk8s-ingress); without it, none runs here")
+    from . import ingress_cmd
+
+    ingress_cmd.add_flags(p)
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
@@ -187,6 +193,12 @@ async def _agent(args: Any) -> int:
 
     gctune.freeze()
     print(f"pyk8s agent: node {cfg.node_name} running (data dir {os.path.abspath(cfg.data_dir)})", flush=True)
+    ingress = None
+    if args.ingress_kubeconfig:
+        from ..kubelet.node import default_node_ip
+        from .ingress_cmd import start as start_ingress
+
+        ingress = await start_ingress(args.ingress_kubeconfig, args, [cfg.node_ip or default_node_ip()], "pyk8s agent")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -196,6 +208,8 @@ async def _agent(args: Any) -> int:
             pass
     await stop.wait()
     print("pyk8s agent: stopping (pods keep running)", flush=True)
+    if ingress is not None:
+        await ingress.stop()
     if proxy is not None:
         await proxy.stop()  # the node's Service rules go with it
     await kl.stop()

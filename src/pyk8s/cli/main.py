@@ -13,6 +13,19 @@ from .. import KUBERNETES_VERSION, __version__
 from .image import add_image_parser, run_image
 
 
+def _ip_flag(flag: str) -> Any:
+    """An argparse type for an IP address flag, with upstream's parse error."""
+    from ..apiserver.serving_address import parse_ip
+
+    def parse(value: str) -> str:
+        try:
+            return parse_ip(value)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f'invalid argument "{value}" for "{flag}" flag: {e}') from None
+
+    return parse
+
+
 def _server_parser(sub: Any) -> None:
     p = sub.add_parser(
         "server",
@@ -21,9 +34,14 @@ def _server_parser(sub: Any) -> None:
         "On first start it creates a CA, certificates and an admin kubeconfig in the data dir.",
     )
     p.add_argument("--data-dir", default="./data", help="state, certificates and kubeconfig (default ./data)")
-    p.add_argument("--bind-address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--bind-address", default="0.0.0.0", type=_ip_flag("--bind-address"),
+                   help="IP address to listen on (default 0.0.0.0, every IPv4 address, as kube-apiserver: pods "
+                        "reach the server on the node's address; every request is authenticated and authorized)")
     p.add_argument("--port", type=int, default=6443, help="HTTPS port (default 6443; 0 picks a free one)")
-    p.add_argument("--advertise-address", default=None, help="address other components reach the API server on")
+    p.add_argument("--advertise-address", default=None, type=_ip_flag("--advertise-address"),
+                   help="IP address the kubernetes Service's endpoints publish, which pods and other components "
+                        "reach the API server on (default: --bind-address when it names one address, otherwise "
+                        "the address of the interface with the default route); the serving certificate covers it")
     p.add_argument("--tls-san", action="append", default=[], help="extra subject alternative name for the serving cert")
     p.add_argument("--datastore-endpoint", default="",
                    help="sqlite://PATH (default <data-dir>/state.db) or etcd://HOST:PORT[,HOST:PORT...]")
@@ -61,6 +79,11 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--copy-pki-from", default=None, metavar="DIR",
                    help="another API server's data dir (or pki/ folder): reuse its CA and service-account keys, "
                         "so that several servers on one etcd accept the same certificates and tokens")
+    p.add_argument("--service-account-extend-token-expiration", action=argparse_bool(), nargs="?", const=True,
+                   default=True, metavar="BOOL",
+                   help="issue the kubelet's 3607 s pod-bound tokens for the API server valid for a year, with a "
+                        "warnafter claim whose passing the audit log flags (authentication.k8s.io/stale-token), "
+                        "as kube-apiserver does by default (default true)")
     p.add_argument("--endpoint-reconciler-type", choices=["lease", "none"], default="lease",
                    help="how the kubernetes Service's endpoints list API servers (default lease: every live one)")
     p.add_argument("--master-lease-ttl", type=float, default=15.0,
@@ -84,8 +107,12 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager, proxy (the local node's service "
-                        "proxy and the built-in load balancer), servicelb (the load balancer only) (repeatable)")
+                   help="components not to run: scheduler, controller-manager, ingress, proxy (the local node's "
+                        "service proxy and the built-in load balancer), servicelb (the load balancer only) "
+                        "(repeatable)")
+    from . import ingress_cmd
+
+    ingress_cmd.add_flags(p)
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
@@ -124,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import proxy_cmd
 
     proxy_cmd.add_parser(sub)
+    from . import ingress_cmd
+
+    ingress_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -148,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         return controller_manager_cmd.run(args)
     if args.command == "proxy":
         return proxy_cmd.run(args)
+    if args.command == "ingress":
+        return ingress_cmd.run(args)
     return 2
 
 
@@ -201,6 +233,7 @@ async def _server(args: Any) -> int:
         client_ca_file=os.path.abspath(args.client_ca_file) if args.client_ca_file else None,
         admission_enable=frozenset(admission_on),
         admission_disable=frozenset(admission_off),
+        disabled_components=frozenset(args.disable),
         service_cidr=args.service_cluster_ip_range,
         cluster_cidr=args.cluster_cidr,
         kubeconfig_path=args.kubeconfig,
@@ -215,6 +248,7 @@ async def _server(args: Any) -> int:
         enable_priority_and_fairness=args.enable_priority_and_fairness,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+        extend_token_expiration=args.service_account_extend_token_expiration,
     )
     if args.max_requests_inflight < 0 or args.max_mutating_requests_inflight < 0:
         print("pyk8s: --max-requests-inflight and --max-mutating-requests-inflight cannot be negative", file=sys.stderr)
@@ -247,7 +281,7 @@ async def _server(args: Any) -> int:
 
     try:
         server = APIServer(cfg)
-    except ValueError as e:  # an audit policy or --audit-log-* value that cannot be used
+    except ValueError as e:  # an unusable audit policy or --audit-log-* value; an advertise address of the wrong family
         print(f"pyk8s: {e}", file=sys.stderr)
         return 1
     try:

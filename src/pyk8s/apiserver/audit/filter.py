@@ -30,7 +30,8 @@ from .event import MAX_USER_AGENT, legacy_line, micro_time, new_audit_id, reques
 from .logbackend import LogBackend
 from .policy import LEVEL_ORDER, Attributes, Policy
 
-__all__ = ["Auditor", "AuditRequest", "record_authorization", "on_response_prepare", "set_audit_id_header", "KEY"]
+__all__ = ["Auditor", "AuditRequest", "record_authorization", "add_annotation", "on_response_prepare",
+           "set_audit_id_header", "KEY"]
 
 log = logging.getLogger("pyk8s.apiserver.audit")
 KEY = "pyk8s.audit"  # the request's AuditRequest (request[KEY]); None without a policy
@@ -96,6 +97,17 @@ def record_authorization(allowed: bool, reason: str) -> None:
     if _DECISION not in ann:
         ann[_DECISION] = "allow" if allowed else "forbid"
         ann[_REASON] = reason
+
+
+def add_annotation(key: str, value: str) -> None:
+    """An annotation on the current request's event, as upstream's audit.AddAuditAnnotation: the first
+    value of a key stays; kept even before the policy decided the level (authentication runs first)."""
+    ar = _current.get()
+    if ar is None:
+        return
+    if ar.annotations is None:
+        ar.annotations = {}
+    ar.annotations.setdefault(key, value)
 
 
 async def on_response_prepare(request: Any, resp: web.StreamResponse) -> None:
