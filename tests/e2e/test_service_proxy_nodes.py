@@ -100,3 +100,22 @@ def test_stopping_a_node_removes_its_table(nc: NetnsCluster) -> None:
         assert "pyk8s-proxy" not in nc.node_exec(1, "nft", "list", "tables").stdout
     finally:
         nc.agents[1].start()  # its kubelet must be back to remove web1 in teardown
+
+
+def test_the_kubernetes_service_reaches_the_api_server(nc: NetnsCluster) -> None:
+    """10.96.0.1:443 (the `kubernetes` Service, whose endpoints are the address the server
+    advertises) from a node and from a pod: TLS with the cluster CA, /version answered."""
+    import os
+    import sys
+
+    code = ("import json, ssl, sys, urllib.request\n"
+            "ctx = ssl.create_default_context(cafile=sys.argv[1])\n"
+            "print(json.load(urllib.request.urlopen('https://10.96.0.1/version', context=ctx, timeout=5))"
+            "['gitVersion'])\n")
+    ca = os.path.join(nc.cluster.data_dir, "pki", "ca.crt")
+    out = nc.wait(lambda: nc.node_exec(0, sys.executable, "-c", code, ca, check=False).stdout.strip(), 20,
+                  "the API through 10.96.0.1 from a node")
+    assert out.startswith("v1.33")
+    # from inside a pod: a TCP connection through the node's rules (busybox has no TLS client)
+    r = nc.pod_exec("web1", "sh", "-c", "nc -w 1 10.96.0.1 443 </dev/null; echo rc=$?", check=False)
+    assert "rc=0" in r.stdout, r.stdout + r.stderr
