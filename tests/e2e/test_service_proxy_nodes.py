@@ -85,12 +85,24 @@ def test_a_pod_failing_readiness_leaves_the_service(nc: NetnsCluster) -> None:
     svc = nc.get("/api/v1/namespaces/default/services/web")
     assert svc is not None
     url = svc["spec"]["clusterIP"]
+
+    def web1_ready() -> bool | None:
+        for sl in nc.get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?"
+                         "labelSelector=kubernetes.io/service-name%3Dweb")["items"]:
+            for ep in sl.get("endpoints") or ():
+                if (ep.get("targetRef") or {}).get("name") == "web1":
+                    return bool((ep.get("conditions") or {}).get("ready"))
+        return None
+
     nc.pod_exec("web1", "rm", "/tmp/ready")
     try:
-        nc.wait(lambda: all(fetch(nc, "web0", url) == "web0" for _ in range(6)), 20, "web1 out of the Service")
+        nc.wait(lambda: web1_ready() is False, 60, "web1 not ready in its EndpointSlice")
+        nc.wait(lambda: {fetch(nc, "web0", url) for _ in range(3)} == {"web0"}, 30, "web1 out of the Service")
+        assert {fetch(nc, "web0", url) for _ in range(6)} == {"web0"}  # and it stays out
     finally:
         nc.pod_exec("web1", "touch", "/tmp/ready")
-    nc.wait(lambda: "web1" in {fetch(nc, "web0", url) for _ in range(10)}, 20, "web1 back")
+    nc.wait(lambda: web1_ready() is True, 60, "web1 ready again")
+    nc.wait(lambda: "web1" in {fetch(nc, "web0", url) for _ in range(6)}, 60, "web1 back")
 
 
 def test_stopping_a_node_removes_its_table(nc: NetnsCluster) -> None:
