@@ -241,3 +241,31 @@ def raw_request(c: Cluster, method: str, path: str, body: Any = None, headers: d
     out = RawResponse(r.status, r.headers, r.read())
     conn.close()
     return out
+
+
+def node_kubeconfig(c: Cluster, node: str) -> str:
+    """A kubeconfig with a kubelet's own credentials (CN=system:node:<node>, O=system:nodes), issued by the
+    server's CA, as a node joining the cluster would hold."""
+    return client_kubeconfig(c, f"system:node:{node}", ["system:nodes"], f"kubelet-{node}")
+
+
+def client_kubeconfig(c: Cluster, user: str, groups: list[str], name: str) -> str:
+    """<data dir>/<name>.conf: a client certificate for `user` in `groups` from the server's CA."""
+    import types
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    from pyk8s.client.kubeconfig import write_kubeconfig
+    from pyk8s.pki import issue_client_cert
+
+    pki = os.path.join(c.data_dir, "pki")
+    with open(os.path.join(pki, "ca.crt"), "rb") as f:
+        ca_pem = f.read()
+    with open(os.path.join(pki, "ca.key"), "rb") as f:
+        ca_key = serialization.load_pem_private_key(f.read(), None)
+    ca = types.SimpleNamespace(ca_cert=x509.load_pem_x509_certificate(ca_pem), ca_key=ca_key)
+    cert, key = issue_client_cert(ca, user, groups)  # type: ignore[arg-type]
+    path = os.path.join(c.data_dir, f"{name}.conf")
+    write_kubeconfig(path, c.url, ca_pem, cert, key, user=user)
+    return path

@@ -105,6 +105,22 @@ def cluster_signing_options(server: Any) -> dict[str, Any]:
             "cluster_signing_key_file": str(server.pki.ca_key_path)}
 
 
+async def start_network_policy(server: Any) -> list[Any]:
+    """The local node's network policy controller, on the server's loop with its own identity."""
+    import socket
+
+    from .netpol.controller import start_for_node, unavailable_reason
+
+    if unavailable_reason():
+        return []
+    client = component_client(server, "system:pyk8s:network-policy", [], "network-policy/pyk8s")
+    ctl = await start_for_node(client, socket.gethostname().lower(), owns_client=True)
+    if ctl is None:
+        await client.close()
+        return []
+    return [ctl]
+
+
 async def start_components(server: Any, args: Any) -> list[Any]:
     disabled = set(getattr(args, "disable", None) or [])
     started: list[Any] = []
@@ -149,6 +165,12 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         started.append(await _start_servicelb(server))
     if not getattr(args, "disable_agent", False) and "proxy" not in disabled:
         started.append(await _start_local_proxy(server, args))
+    if not getattr(args, "disable_agent", False) and "network-policy" not in disabled:
+        started += await start_network_policy(server)
+    if "dns" not in disabled:
+        from .dns.embedded import EmbeddedDNS
+
+        started.append(EmbeddedDNS(server, args, component_client))  # comes up in the background
     if not getattr(args, "disable_agent", False):
         try:
             from .kubelet.agent import start_local_agent

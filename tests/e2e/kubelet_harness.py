@@ -79,10 +79,9 @@ class Agent:
     def start(self, timeout: float = 60.0) -> Agent:
         cmd = [*self.prefix, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", self.cluster.kubeconfig,
                "--node-name", self.name, "--data-dir", self.data_dir, "--cni-bridge", self.bridge,
-               "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1",
-               # on the host's network: no Service rules there; a node in a namespace of its own runs its proxy
-               *([] if self.prefix else ["--disable-proxy"]),
-               *self.extra]
+               "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1", *self.extra]
+        if not self.prefix:  # on the host's network: no nftables table in the host's namespace
+            cmd += ["--disable-network-policy", "--disable-proxy"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),
                                      env=dict(os.environ, PYTHONUNBUFFERED="1"))
         deadline = time.monotonic() + timeout

@@ -391,7 +391,7 @@ def test_api_workers_audit_to_one_file(tmp_path: Path) -> None:
     unrelated = tmp_path / "audit-notes.log"
     unrelated.write_text("mine\n")
     tokens = _write(tmp_path / "tokens.csv", f"{EVE_TOKEN},eve,uid-eve\n")
-    c = Cluster(str(tmp_path / "data"), ["--disable", "controller-manager", "--disable", "scheduler",
+    c = Cluster(str(tmp_path / "data"), ["--disable", "controller-manager", "--disable", "scheduler", "--disable", "dns",
                                          "--token-auth-file", tokens, "--audit-policy-file",
                                          _write(tmp_path / "policy.yaml", POLICY), "--audit-log-path", str(log),
                                          "--audit-log-maxsize", "1", "--audit-log-compress",

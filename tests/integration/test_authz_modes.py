@@ -12,35 +12,17 @@ import os
 import subprocess
 import sys
 import time
-import types
 from collections.abc import Iterator
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 
 from tests.cluster import REPO, Cluster, kubectl_binaries, raw_request
+from tests.cluster import node_kubeconfig as _kubelet_kubeconfig
 
 # one worker runs the module: its tests share one server, and some build on what earlier ones made
 pytestmark = pytest.mark.xdist_group("authz-modes")
 
 NS = "/api/v1/namespaces/default"
-
-
-def _kubelet_kubeconfig(c: Cluster, node: str) -> str:
-    from pyk8s.client.kubeconfig import write_kubeconfig
-    from pyk8s.pki import issue_client_cert
-
-    pki = os.path.join(c.data_dir, "pki")
-    with open(os.path.join(pki, "ca.crt"), "rb") as f:
-        ca_pem = f.read()
-    with open(os.path.join(pki, "ca.key"), "rb") as f:
-        ca_key = serialization.load_pem_private_key(f.read(), None)
-    ca = types.SimpleNamespace(ca_cert=x509.load_pem_x509_certificate(ca_pem), ca_key=ca_key)
-    cert, key = issue_client_cert(ca, f"system:node:{node}", ["system:nodes"])  # type: ignore[arg-type]
-    path = os.path.join(c.data_dir, f"kubelet-{node}.conf")
-    write_kubeconfig(path, c.url, ca_pem, cert, key, user=f"system:node:{node}")
-    return path
 
 
 @pytest.fixture(scope="module")

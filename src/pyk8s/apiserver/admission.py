@@ -187,6 +187,8 @@ class ServiceAllocator:
         size = self.net.num_addresses
         # upstream reserves the lower band for static IPs and prefers the upper band for dynamic ones
         lo = max(2, min(size // 16, 256) if size > 64 else 2)
+        # the tenth address is the cluster DNS Service's (kube-system/kube-dns), never handed out
+        used = used | {str(self.net.network_address + 10)} if size > 12 else used
         for _ in range(64):
             ip = str(self.net.network_address + random.randrange(lo, size - 1))
             if ip not in used:

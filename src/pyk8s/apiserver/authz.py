@@ -841,6 +841,14 @@ def _cluster_roles() -> list[dict[str, Any]]:
                 _rule(READ, ["node.k8s.io"], ["runtimeclasses"]),
             ],
         ),
+        # pyk8s's network policy controller (netpol/): what kube-router's role grants it, read-only
+        _cluster_role(
+            "system:pyk8s:network-policy",
+            [
+                _rule(READ, [net], ["networkpolicies"]),
+                _rule(READ, [core], ["pods", "namespaces"]),
+            ],
+        ),
         _cluster_role(
             "system:node-problem-detector",
             [
@@ -984,6 +992,9 @@ def _cluster_role_bindings() -> list[dict[str, Any]]:
         _crb("system:node-proxier", [_subj("User", "system:kube-proxy")]),
         _crb("system:kube-controller-manager", [_subj("User", "system:kube-controller-manager")]),
         _crb("system:kube-dns", [_subj("ServiceAccount", "kube-dns", "kube-system")]),
+        # the network policy controllers' identity (cluster.py, `pyk8s agent --network-policy-kubeconfig`);
+        # not the nodes': v1.33's Node authorizer lets a kubelet list only its own pods
+        _crb("system:pyk8s:network-policy", [_subj("User", "system:pyk8s:network-policy")]),
         _crb("system:kube-scheduler", [_subj("User", "system:kube-scheduler")]),
         _crb("system:volume-scheduler", [_subj("User", "system:kube-scheduler")]),
         # kept without subjects since the Node authorizer replaced it (1.7); nodes get their

@@ -57,6 +57,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--private-registry", default=None, metavar="FILE",
                    help="registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/registries.yaml; reread when it changes; docs/images.md)")
+    p.add_argument("--disable-network-policy", action="store_true",
+                   help="do not enforce NetworkPolicies on this node (default: enforce them with nftables, "
+                        "docs/networkpolicy.md)")
+    p.add_argument("--network-policy-kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig the network policy controller acts with: it lists every pod, namespace and "
+                        "policy, which a node's own credentials may not (default: the agent's connection)")
     p.add_argument("--disable-proxy", action="store_true",
                    help="do not run the service proxy (pyk8s proxy, nftables) for this node")
     p.add_argument("--proxy-kubeconfig", default=None, metavar="FILE",
@@ -182,6 +188,19 @@ async def _agent(args: Any) -> int:
         await kl.stop()
         await client.close()
         return 1
+    netpol = None
+    if not args.disable_network_policy:
+        from ..netpol.controller import start_for_node
+
+        if args.network_policy_kubeconfig:
+            from ..client import Client
+
+            np_client = Client.from_kubeconfig(args.network_policy_kubeconfig, user_agent="network-policy/pyk8s")
+            netpol = await start_for_node(np_client, cfg.node_name, owns_client=True)
+            if netpol is None:
+                await np_client.close()
+        else:
+            netpol = await start_for_node(client, cfg.node_name)
     proxy = None
     if not args.disable_proxy:
         from ..proxy.node import start_node_proxy
@@ -208,6 +227,8 @@ async def _agent(args: Any) -> int:
             pass
     await stop.wait()
     print("pyk8s agent: stopping (pods keep running)", flush=True)
+    if netpol is not None:
+        await netpol.stop()  # its table stays: the pods keep running, and isolated
     if ingress is not None:
         await ingress.stop()
     if proxy is not None:

@@ -107,12 +107,15 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager, ingress, proxy (the local node's "
-                        "service proxy and the built-in load balancer), servicelb (the load balancer only) "
-                        "(repeatable)")
+                   help="components not to run: scheduler, controller-manager, ingress, network-policy, dns, proxy "
+                        "(the local node's service proxy and the built-in load balancer), servicelb (the load "
+                        "balancer only) (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
+    from .dns_cmd import add_server_flags
+
+    add_server_flags(p)
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
@@ -154,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     from . import ingress_cmd
 
     ingress_cmd.add_parser(sub)
+    from . import netpol_cmd
+
+    netpol_cmd.add_parser(sub)
+    from . import dns_cmd
+
+    dns_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -170,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         return agent_cmd.run(args)
     if args.command == "datastore":
         return datastore_cmd.run(args)
+    if args.command == "dns":
+        return dns_cmd.run(args)
     if args.command == "sim":
         return sim_cmd.run(args)
     if args.command == "scheduler":
@@ -180,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         return proxy_cmd.run(args)
     if args.command == "ingress":
         return ingress_cmd.run(args)
+    if args.command == "netpol":
+        return netpol_cmd.run(args)
     return 2
 
 

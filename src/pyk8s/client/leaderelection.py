@@ -140,3 +140,18 @@ class LeaderElector:
                 await task
             except (asyncio.CancelledError, Exception):
                 pass
+
+    async def release(self) -> None:
+        """Give the Lease up if we hold it (client-go's ReleaseOnCancel: no holder, 1 s), so that
+        another candidate need not wait for it to expire. Best effort."""
+        try:
+            lease = await self.client.get_or_none(LEASES, self.name, self.namespace)
+            spec = dict((lease or {}).get("spec") or {})
+            if lease is None or spec.get("holderIdentity") != self.identity:
+                return
+            now = _micro_now()
+            spec.pop("holderIdentity", None)
+            lease["spec"] = {**spec, "leaseDurationSeconds": 1, "renewTime": now, "acquireTime": now}
+            await self.client.update(LEASES, lease)
+        except Exception as e:
+            log.debug("releasing lease %s: %s", self.name, e)

@@ -682,6 +682,13 @@ def _serving_cert(server: Any, node: str, data_dir: str) -> tuple[str, str]:
     return cert_file, key_file
 
 
+def _server_cluster_dns(args: Any) -> list[str]:
+    """`pyk8s server --cluster-dns`, else the tenth address of its service range (kubeadm's default)."""
+    from ..dns.addon import cluster_dns_ips
+
+    return cluster_dns_ips(getattr(args, "cluster_dns", None), getattr(args, "service_cluster_ip_range", None))
+
+
 async def start_local_agent(server: Any, args: Any, component_client: Callable[..., Client]) -> Any:
     """A kubelet for this machine inside `pyk8s server`, with its own node client certificate.
 
@@ -716,7 +723,10 @@ async def start_local_agent(server: Any, args: Any, component_client: Callable[.
                                            runc_root=os.environ.get("PYK8S_AGENT_RUNC_ROOT", ""),
                                            serving_cert_file=cert_file, serving_key_file=key_file,
                                            client_ca_file=str(server.pki.ca_cert_path),
-                                           registries_file=registries_file))
+                                           registries_file=registries_file,
+                                           # the same DNS the server's cluster DNS serves (docs/dns.md)
+                                           cluster_dns=_server_cluster_dns(args),
+                                           cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local"))
         kl.owns_client = True
         return kl
 
