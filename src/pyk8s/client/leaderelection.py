@@ -91,22 +91,6 @@ class LeaderElector:
             raise
         return True
 
-    async def release(self) -> None:
-        """As client-go's release(): an empty holder and a 1 s duration, so that the next holder
-        (a restarted process) need not wait for the Lease to expire. Best effort."""
-        try:
-            lease = await self.client.get_or_none(LEASES, self.name, self.namespace)
-            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
-                return
-            now = _micro_now()
-            spec = dict(lease["spec"])
-            spec.pop("holderIdentity", None)
-            spec.update(leaseDurationSeconds=1, renewTime=now, acquireTime=now)
-            lease["spec"] = spec
-            await self.client.update(LEASES, lease)
-        except Exception as e:  # the lease expires anyway
-            log.debug("releasing the %s lease: %s", self.name, e)
-
     async def run(self, lead: Callable[[], Awaitable[Any]]) -> None:
         """Block until leading, run `lead()` while leading; return when leadership is lost."""
         while True:
