@@ -411,7 +411,7 @@ def test_the_server_runs_the_proxy_for_its_own_node(tmp_path: Any) -> None:
         assert "10.96.0.1" in nft(ns, "list", "set", "ip", "pyk8s-proxy", "cluster-ips")  # the kubernetes Service
         off_ns, off = run_server("b", "--disable", "proxy")
         c.stop()
-        assert "pyk8s-proxy" not in nft(ns, "list", "tables")
+        assert "pyk8s-proxy" not in nft(ns, "list", "tables"), "".join(c.output[-25:])
         assert "pyk8s-proxy" not in nft(off_ns, "list", "tables")
     finally:
         for cl, n in ((c, ns), (off, off_ns)):
