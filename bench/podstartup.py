@@ -32,12 +32,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
-import sys
-import tempfile
 import time
 from typing import Any
 
+from .one_node import one_node, runc_skip_reason
 from .report import percentile, row
 
 N_PODS = int(os.environ.get("BENCH_PODSTARTUP_PODS", "100"))
@@ -195,32 +193,22 @@ async def run(env: Any) -> dict[str, Any]:
 
 
 def main() -> None:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pyk8s.kubelet.runtime.choose import runc_unusable_reason
-
-    reason = runc_unusable_reason()
+    reason = runc_skip_reason()
     if reason:
         print(f"  skipped: runc cannot run pods here ({reason})")
         return
-    from tests.e2e.kubelet_harness import Env
-
-    base = tempfile.mkdtemp(prefix="pyk8s-bench-podstartup-")
-    env = Env(base, ["--max-pods", str(max(110, N_PODS + 10))])
     r: dict[str, Any] = {}
     try:
-        env.start()
-        r = asyncio.run(run(env))
+        with one_node("pyk8s-bench-podstartup-", ["--max-pods", str(max(110, N_PODS + 10))]) as env:
+            try:
+                r = asyncio.run(run(env))
+            finally:
+                if os.environ.get("BENCH_PODSTARTUP_AGENT_LOG"):
+                    with open(os.environ["BENCH_PODSTARTUP_AGENT_LOG"], "w") as f:
+                        f.write("".join(env.agent.output))
     finally:
-        if os.environ.get("BENCH_PODSTARTUP_AGENT_LOG"):
-            with open(os.environ["BENCH_PODSTARTUP_AGENT_LOG"], "w") as f:
-                f.write("".join(env.agent.output))
-        env.stop()
         if r:
             r["node_cpu"].remove()  # empty once the agent and its shims are gone
-        with open("/proc/self/mountinfo") as f:
-            mounted = any(line.split()[4].startswith(base + "/") for line in f)
-        if not mounted:  # env.stop unmounted what the pods left; never delete through a mount
-            shutil.rmtree(base, ignore_errors=True)
     lat = r["lat"]
     print(f"  ({N_PODS} busybox pods created at once on one node, image present; {os.cpu_count()} cores; "
           "server and kubelet are separate processes; latency = creation to all containers started, seen by a watch)")

@@ -202,7 +202,8 @@ def test_pvc_and_fs_group(env, tmp_path):
                                                                {"name": "s", "mountPath": "/scratch"}])],
                            volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "claim"}},
                                     {"name": "s", "emptyDir": {}}]))
-    env.create(busybox_pod("pvc-unbound", "sleep 3600", volumes=[{"name": "d", "persistentVolumeClaim": {
+    # placed by hand: the scheduler's VolumeBinding keeps pods with unbound Immediate claims out
+    env.create(busybox_pod("pvc-unbound", "sleep 3600", nodeName=env.node, volumes=[{"name": "d", "persistentVolumeClaim": {
         "claimName": "unbound"}}]))
     os.makedirs(host_dir, exist_ok=True)
     os.chmod(host_dir, 0o777)
@@ -213,7 +214,7 @@ def test_pvc_and_fs_group(env, tmp_path):
     p = env.wait_pod("pvc-unbound", lambda p: any(e["reason"] == "FailedMount" for e in env.events("pvc-unbound")), 20)
     assert p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
     msg = next(e["message"] for e in env.events("pvc-unbound") if e["reason"] == "FailedMount")
-    assert msg.startswith('MountVolume.SetUp failed for volume "d" : PVC default/unbound has non-bound phase'), msg
+    assert msg.endswith("failed to process volumes=[d]: error processing PVC default/unbound: PVC is not bound"), msg
     env.delete_pod("pvc-unbound", 0)
 
 

@@ -171,6 +171,9 @@ class Kubelet:
             max_pods=config.max_pods)
         self.volumes = VolumeManager(os.path.join(self.root, "pods"), self._get_object, self.tokens.token,
                                      self._get_pvc, self._get_pv, self.allocatable, config.api_audience)
+        self.node_manager.volumes_in_use = self.volumes.volumes_in_use
+        self.volumes.on_in_use_change = self._volumes_in_use_changed
+        self._status_pokes: set[asyncio.Task[None]] = set()
         self.static = StaticPods(self, config.manifest_dir or os.path.join(self.data_dir, "manifests"),
                                  config.static_interval)
         self.pod_informer: Informer = None  # type: ignore[assignment]
@@ -476,6 +479,19 @@ class Kubelet:
             with contextlib.suppress(Exception):
                 await self.runtime.remove_container(cid)
         self.pleg.forget(uid)
+
+    def _volumes_in_use_changed(self) -> None:
+        """volumesInUse changed: report it now rather than at the next status interval."""
+        async def report() -> None:
+            try:
+                await self.node_manager.update_status()
+            except Exception as e:  # noqa: BLE001 - the status loop reports it again
+                log.debug("reporting volumesInUse: %s", e)
+
+        if self.node_manager.node:
+            t = asyncio.get_running_loop().create_task(report())
+            self._status_pokes.add(t)  # a reference until done, so the task is not collected
+            t.add_done_callback(self._status_pokes.discard)
 
     async def _eviction_loop(self) -> None:
         while True:

@@ -184,6 +184,7 @@ class NodeManager:
         self._lease: dict[str, Any] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.on_status: Callable[[dict[str, Any]], None] | None = None
+        self.volumes_in_use: Callable[[], list[str]] | None = None  # the volume manager's, once it exists
 
     # ---- registration
 
@@ -277,6 +278,8 @@ class NodeManager:
             },
             "images": [{"names": [*i.repo_digests, *i.names], "sizeBytes": i.size} for i in imgs],
             "runtimeHandlers": [{"name": "", "features": {"recursiveReadOnlyMounts": False, "userNamespaces": False}}],
+            # a plain list (replaced whole by the patch); null clears it
+            "volumesInUse": (self.volumes_in_use() if self.volumes_in_use is not None else None) or None,
         }
 
     @staticmethod

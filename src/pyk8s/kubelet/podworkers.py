@@ -49,7 +49,7 @@ from .runtime.interface import (
 )
 from .runtime.resources import pod_requests
 from .status import PodView, build_status, is_sidecar, should_restart
-from .volumes import MountedVolume, VolumeError
+from .volumes import UNBOUND_PREFIX, MountedVolume, VolumeError
 
 if TYPE_CHECKING:
     from .agent import Kubelet
@@ -298,8 +298,14 @@ class PodWorker:
     async def _setup_volumes(self) -> bool:
         mounted, errors = await self.kl.volumes.setup(self.pod)
         self.mounted.update(mounted)
+        unbound = [(n, m) for n, m in errors if m.startswith(UNBOUND_PREFIX)]
+        if unbound:  # upstream's volume manager: one event for the volumes it could not process
+            names = " ".join(sorted(n for n, _ in unbound))
+            self._event("Warning", "FailedMount", f"Unable to attach or mount volumes: unmounted volumes=[{names}], "
+                        f"unattached volumes=[], failed to process volumes=[{names}]: {unbound[0][1]}")
         for name, msg in errors:
-            self._event("Warning", "FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {msg}')
+            if not msg.startswith(UNBOUND_PREFIX):
+                self._event("Warning", "FailedMount", f'MountVolume.SetUp failed for volume "{name}" : {msg}')
         if errors and not self.volumes_ready:
             return False
         self.volumes_ready = True

@@ -4,7 +4,8 @@ emptyDir (a directory, or tmpfs for medium Memory sized by sizeLimit), hostPath 
 every `type` check), configMap / secret / downwardAPI / projected (written by an atomic
 writer: files live in a timestamped `..<ts>` directory, `..data` points at it and every
 user-visible name is a symlink through `..data`, so an update is one rename and readers
-never see half an update), and persistentVolumeClaim bound to hostPath/local volumes.
+never see half an update), and persistentVolumeClaim bound to hostPath/local volumes (see docs/storage.md: the wait
+for an unbound claim, local-path directories, fsGroup ownership, volumesInUse).
 Secret, downwardAPI and projected volumes sit on tmpfs, as upstream's memory-backed wrapper.
 
 `setup` is idempotent and is called on every pod sync, which is what propagates ConfigMap,
@@ -41,6 +42,19 @@ TOKEN_PATH_DEFAULT_EXPIRY = 3600
 
 class VolumeError(Exception):
     """A volume cannot be set up; the message follows upstream's MountVolume.SetUp errors."""
+
+
+class ClaimNotBound(VolumeError):
+    """A persistentVolumeClaim the pod uses is not bound yet: upstream's volume manager leaves
+    such a volume out of its desired state ("failed to process volumes") and the pod waits."""
+
+
+# The provisioner of local-path volumes (the control plane's half); its directories are made
+# here, on the node that mounts them first, as k3s's local-path provisioner leaves them: 0777.
+LOCAL_PATH_PROVISIONER = "pyk8s.io/local-path"
+ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+LOCAL_VOLUME_PLUGIN = "kubernetes.io/local-volume"
+UNBOUND_PREFIX = "error processing PVC "
 
 
 @dataclass
@@ -241,6 +255,46 @@ def _fs_group(pod: dict[str, Any]) -> int | None:
     return int(g) if g is not None else None
 
 
+def _ensure_local_path_dir(path: str) -> None:
+    """A local-path volume's directory, made on first mount with k3s's 0777 (umask aside)."""
+    if not os.path.isabs(path) or ".." in path.split("/"):
+        raise VolumeError(f"local-path volume path {path!r} is not a clean absolute path")
+    if not os.path.isdir(path):
+        os.makedirs(path, 0o777, exist_ok=True)
+        os.chmod(path, 0o777)
+
+
+def set_volume_ownership(path: str, gid: int, readonly: bool, on_root_mismatch: bool) -> None:
+    """Upstream SetVolumeOwnership for fsGroup: group ``gid`` on everything, group read (and
+    write unless read-only) with setgid directories; with OnRootMismatch a root already right
+    is taken as the whole tree being right. Symlinks are not followed."""
+    want = stat.S_IRGRP | (0 if readonly else stat.S_IWGRP)
+    st = os.lstat(path)
+    if on_root_mismatch and st.st_gid == gid and st.st_mode & stat.S_ISGID and st.st_mode & want == want:
+        return
+
+    def fix(p: str, is_dir: bool) -> None:
+        st = os.lstat(p)
+        if stat.S_ISLNK(st.st_mode):
+            return
+        if st.st_gid != gid:
+            os.lchown(p, -1, gid)
+        mode = stat.S_IMODE(st.st_mode) | want
+        if is_dir:
+            mode |= stat.S_IXGRP | stat.S_ISGID
+        elif st.st_mode & stat.S_IXUSR:
+            mode |= stat.S_IXGRP
+        if mode != stat.S_IMODE(st.st_mode):
+            os.chmod(p, mode)
+
+    fix(path, True)
+    for root, dirs, files in os.walk(path):
+        for d in dirs:
+            fix(os.path.join(root, d), True)
+        for f in files:
+            fix(os.path.join(root, f), False)
+
+
 def _pod_memory_limit(pod: dict[str, Any]) -> int:
     total = 0
     for c in (pod.get("spec") or {}).get("containers") or []:
@@ -264,6 +318,19 @@ class VolumeManager:
         self.allocatable = allocatable
         self.api_audience = api_audience
         self._tmpfs: set[str] = set()
+        self._owned: set[tuple[str, str]] = set()  # (pod uid, volume): fsGroup ownership applied
+        self.in_use: dict[str, set[str]] = {}  # pod uid -> unique names of its device-mountable volumes
+        self.on_in_use_change: Callable[[], None] | None = None  # lets the node report it without waiting
+
+    def volumes_in_use(self) -> list[str]:
+        """node.status.volumesInUse, as upstream's kubelet reports it: the unique names of the
+        mounted volumes whose plugin is attachable or device-mountable (for us: ``local``
+        PVs, ``kubernetes.io/local-volume/<pv>``); hostPath and the others report nothing."""
+        return sorted(set().union(*self.in_use.values())) if self.in_use else []
+
+    def _in_use_changed(self) -> None:
+        if self.on_in_use_change is not None:
+            self.on_in_use_change()
 
     def pod_dir(self, uid: str) -> str:
         return os.path.join(self.root, uid)
@@ -337,7 +404,14 @@ class VolumeManager:
                 claim, ro = f"{pod['metadata']['name']}-{name}", False
             else:
                 claim, ro = v["persistentVolumeClaim"].get("claimName", ""), bool(v["persistentVolumeClaim"].get("readOnly"))
-            path = await self._pvc_path(pod["metadata"].get("namespace") or "default", claim)
+            path, unique, own = await self._pvc_path(pod["metadata"].get("namespace") or "default", claim)
+            if unique and unique not in self.in_use.get(uid, ()):
+                self.in_use.setdefault(uid, set()).add(unique)
+                self._in_use_changed()
+            if own and gid is not None and (uid, name) not in self._owned:
+                policy = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroupChangePolicy") or ""
+                await asyncio.to_thread(set_volume_ownership, path, gid, ro, policy == "OnRootMismatch")
+                self._owned.add((uid, name))
             return MountedVolume(name, path, ro, "persistentVolumeClaim")
         kinds = [k for k in v if k != "name"]
         raise VolumeError(f"volume plugin {kinds[0] if kinds else '?'} is not supported by this kubelet")
@@ -410,27 +484,35 @@ class VolumeManager:
                 raise VolumeError("clusterTrustBundle projections are not supported by this kubelet")
         return out
 
-    async def _pvc_path(self, ns: str, claim: str) -> str:
+    async def _pvc_path(self, ns: str, claim: str) -> tuple[str, str, bool]:
+        """The host path of a claim's volume, its volumesInUse name ("" for none) and whether
+        fsGroup ownership applies to it (local volumes, as upstream's local plugin; not hostPath)."""
         pvc = await self.get_pvc(ns, claim)
         if pvc is None:
             raise VolumeError(f'persistentvolumeclaim "{claim}" not found')
         phase = (pvc.get("status") or {}).get("phase", "")
         vol = (pvc.get("spec") or {}).get("volumeName", "")
         if phase != "Bound" or not vol:
-            raise VolumeError(f'PVC {ns}/{claim} has non-bound phase ("{phase}") or empty pvc.Spec.VolumeName ("{vol}")')
+            raise ClaimNotBound(f"{UNBOUND_PREFIX}{ns}/{claim}: PVC is not bound")
         pv = await self.get_pv(vol)
         if pv is None:
             raise VolumeError(f'persistentvolume "{vol}" not found')
         spec = pv.get("spec") or {}
+        local_path = ((pv.get("metadata") or {}).get("annotations") or {}).get(ANN_PROVISIONED_BY) == LOCAL_PATH_PROVISIONER
         if spec.get("hostPath"):
             hp = spec["hostPath"]
-            check_host_path(hp.get("path", ""), hp.get("type") or "")
-            return str(hp.get("path", ""))
+            path = str(hp.get("path", ""))
+            if local_path:
+                _ensure_local_path_dir(path)
+            check_host_path(path, hp.get("type") or "")
+            return path, "", local_path
         if spec.get("local"):
-            path = spec["local"].get("path", "")
+            path = str(spec["local"].get("path", ""))
+            if local_path:
+                _ensure_local_path_dir(path)
             if not os.path.exists(path):
                 raise VolumeError(f"path {path} does not exist")
-            return str(path)
+            return path, f"{LOCAL_VOLUME_PLUGIN}/{vol}", True
         raise VolumeError(f"persistent volume {vol}: only hostPath and local volumes are supported by this kubelet")
 
     # ---- container mounts
@@ -461,9 +543,18 @@ class VolumeManager:
         if not os.path.lexists(p):
             if mv.readonly:
                 raise VolumeError(f"subPath {sub} does not exist in volume {mv.name}")
-            os.makedirs(p, 0o755, exist_ok=True)
+            # as upstream: the new directories take the volume root's mode, so an fsGroup can write
+            mode = stat.S_IMODE(os.stat(mv.path).st_mode)
+            parts = rel.split("/")
+            for i in range(1, len(parts) + 1):
+                d = os.path.join(mv.path, *parts[:i])
+                if not os.path.lexists(d):
+                    os.mkdir(d, mode)
+                    os.chmod(d, mode)
+                elif not _within(os.path.realpath(d), base):  # a link out: create nothing there
+                    raise VolumeError(f"subpath {p!r} not within volume path {mv.path!r}")
         real = os.path.realpath(p)
-        if real != base and not real.startswith(base.rstrip("/") + "/"):
+        if not _within(real, base):
             raise VolumeError(f"subpath {p!r} not within volume path {mv.path!r}")
         return real
 
@@ -482,6 +573,9 @@ class VolumeManager:
     def teardown(self, uid: str) -> None:
         """Unmount every tmpfs of the pod and remove its directory."""
         d = self.pod_dir(uid)
+        if self.in_use.pop(uid, None):
+            self._in_use_changed()
+        self._owned = {k for k in self._owned if k[0] != uid}
         self._tmpfs = {m for m in self._tmpfs if not m.startswith(d + "/")}
         if not os.path.isdir(d):
             return
@@ -497,6 +591,10 @@ class VolumeManager:
             return os.listdir(self.root)
         except FileNotFoundError:
             return []
+
+
+def _within(real: str, base: str) -> bool:
+    return real == base or real.startswith(base.rstrip("/") + "/")
 
 
 def _mounts_under(d: str) -> list[str]:

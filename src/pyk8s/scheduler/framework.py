@@ -197,7 +197,7 @@ class Handle:
     ``namespace_labels(ns)`` serves namespaceSelector; ``pdbs()`` lists PodDisruptionBudgets for
     preemption; ``workload_selectors(pod)`` returns the selectors of the Services, RCs, RSs and
     StatefulSets selecting the pod (PodTopologySpread's system-default constraints);
-    ``pvc(namespace, name)`` is the VolumeBinding hook; ``binder(binding)`` performs DefaultBinder's
+    ``pvc(namespace, name)``, ``pv(name)``, ``pvs()`` and ``storage_class(name)`` serve VolumeBinding; ``binder(binding)`` performs DefaultBinder's
     POST of a Binding (the caller wires it to pods/binding).
     """
 
@@ -206,6 +206,9 @@ class Handle:
     pdbs: Callable[[], list[Mapping[str, Any]]] = lambda: []
     workload_selectors: Callable[[PodInfo], list[LabelSelector]] | None = None
     pvc: Callable[[str, str], Mapping[str, Any] | None] | None = None
+    pv: Callable[[str], Mapping[str, Any] | None] | None = None
+    pvs: Callable[[], Iterable[Mapping[str, Any]]] | None = None
+    storage_class: Callable[[str], Mapping[str, Any] | None] | None = None
     nominator: Nominator | None = None
     binder: Callable[[Mapping[str, Any]], Status | None] | None = None
     rng: random.Random = field(default_factory=random.Random)

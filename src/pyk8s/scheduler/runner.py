@@ -36,6 +36,7 @@ from .framework import Handle
 from .podinfo import DEFAULT_NAMESPACE_LABEL, PodInfo
 from .scheduler import Decision, Scheduler
 from .selectors import LabelSelector, compile_label_selector, selector_from_set
+from .volume_binder import bind_pod_volumes, wire_storage_events
 
 log = logging.getLogger("pyk8s.scheduler")
 
@@ -50,6 +51,8 @@ NAMESPACES = ("", "v1", "namespaces")
 SERVICES = ("", "v1", "services")
 RCS = ("", "v1", "replicationcontrollers")
 PVCS = ("", "v1", "persistentvolumeclaims")
+PVS = ("", "v1", "persistentvolumes")
+STORAGECLASSES = ("storage.k8s.io", "v1", "storageclasses")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 REPLICASETS = ("apps", "v1", "replicasets")
 STATEFULSETS = ("apps", "v1", "statefulsets")
@@ -108,11 +111,14 @@ class SchedulerRunner:
         self.services = self.informers.informer(SERVICES)
         self.rcs = self.informers.informer(RCS)
         self.pvcs = self.informers.informer(PVCS)
+        self.pvs = self.informers.informer(PVS)
+        self.storage_classes = self.informers.informer(STORAGECLASSES)
         self.pdbs = self.informers.informer(PDBS)
         self.replicasets = self.informers.informer(REPLICASETS)
         self.statefulsets = self.informers.informer(STATEFULSETS)
         handle = Handle(cache=Cache(), namespace_labels=self._namespace_labels, pdbs=self._pdbs,
-                        workload_selectors=self._workload_selectors, pvc=self._pvc)
+                        workload_selectors=self._workload_selectors, pvc=self._pvc, pv=self.pvs.get,
+                        pvs=lambda: list(self.pvs.store.values()), storage_class=self.storage_classes.get)
         self.scheduler = Scheduler(config, handle=handle)
         self.recorder = EventRecorder(client, COMPONENT)
         self.elector: LeaderElector | None = None
@@ -181,6 +187,7 @@ class SchedulerRunner:
         self.nodes.add_handlers(s.on_node_add, s.on_node_update, s.on_node_delete)
         self.pods.add_handlers(self._pod_add, self._pod_update, self._pod_delete)
         bump = self._bump_services
+        wire_storage_events(s.queue, self.pvcs, self.pvs, self.storage_classes)
         for inf in (self.services, self.rcs, self.replicasets, self.statefulsets):
             inf.add_handlers(lambda o: bump(), lambda o, n: bump(), lambda o: bump())
 
@@ -331,6 +338,8 @@ class SchedulerRunner:
         err: str | None = None
         if not st.is_success():
             err = st.message()
+        elif (verr := await self._bind_volumes(d)) is not None:
+            err = f'running PreBind plugin "VolumeBinding": {verr}'
         else:
             try:
                 await self.client.request("POST", resource_path(PODS, p.namespace, p.name, "binding"), d.binding)
@@ -348,6 +357,12 @@ class SchedulerRunner:
         self.scheduler.binding_done(d, False)
         log.info("binding %s/%s to %s failed: %s", p.namespace, p.name, d.node, err)
         await self._report_failure(d.pod.pod, "SchedulerError", err, "")  # upstream clears the nomination
+
+    async def _bind_volumes(self, d: Decision) -> str | None:
+        vb = d.profile.plugins.get("VolumeBinding")
+        if vb is None or d.node is None:
+            return None
+        return await bind_pod_volumes(self.client, d.state, d.node, self._pvc, float(getattr(vb, "bind_timeout", 600)))
 
     # -- failures and preemption ------------------------------------------------------------
 

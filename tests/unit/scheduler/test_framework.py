@@ -27,6 +27,7 @@ def _points(prof):
         "postFilter": [p.name for p in prof.post_filter],
         "preScore": [p.name for p in prof.pre_score],
         "score": [(p.name, w) for p, w in prof.score],
+        "reserve": [p.name for p in prof.reserve],
         "bind": [p.name for p in prof.bind],
     }
 
@@ -35,11 +36,13 @@ def test_default_profile_matches_v133_defaults():
     pts = _points(default_profile())
     assert pts["preEnqueue"] == ["SchedulingGates"]
     assert pts["queueSort"] == ["PrioritySort"]
-    assert pts["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeBinding",
+    assert pts["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeBinding", "VolumeZone",
                                 "PodTopologySpread", "InterPodAffinity"]
     assert pts["filter"] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                             "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
+                             "NodeResourcesFit", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+                             "InterPodAffinity"]
     assert pts["postFilter"] == ["DefaultPreemption"]
+    assert pts["reserve"] == ["VolumeBinding"]
     assert pts["score"] == [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
                             ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1),
                             ("ImageLocality", 1)]
@@ -92,7 +95,7 @@ def test_multiple_profiles_and_errors():
     with pytest.raises(ValueError, match="apiVersion"):
         parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1beta3"})
     # upstream plugins not implemented here are accepted and dropped
-    build_profiles({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "VolumeZone"}]}}}]}, Handle())
+    build_profiles({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "VolumeRestrictions"}]}}}]}, Handle())
 
 
 @pytest.mark.parametrize("pct,n,want", [

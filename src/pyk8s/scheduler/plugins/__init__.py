@@ -18,6 +18,7 @@ from .queue_sort import PrioritySort
 from .scheduling_gates import SchedulingGates
 from .taint_toleration import TaintToleration
 from .volume_binding import VolumeBinding
+from .volume_zone import VolumeZone
 
 REGISTRY: dict[str, type[Plugin]] = {
     cls.name: cls
@@ -31,6 +32,7 @@ REGISTRY: dict[str, type[Plugin]] = {
         NodePorts,
         NodeResourcesFit,
         VolumeBinding,
+        VolumeZone,
         PodTopologySpread,
         InterPodAffinity,
         DefaultPreemption,
@@ -43,6 +45,6 @@ REGISTRY: dict[str, type[Plugin]] = {
 # Upstream default plugins this package does not implement yet. They only act on pods with
 # volumes of particular kinds (or DRA claims), so configurations naming them are accepted
 # and the names are dropped.
-NOT_IMPLEMENTED = frozenset({"VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "DynamicResources"})
+NOT_IMPLEMENTED = frozenset({"VolumeRestrictions", "NodeVolumeLimits", "DynamicResources"})
 
 __all__ = ["REGISTRY", "NOT_IMPLEMENTED"] + [c.__name__ for c in REGISTRY.values()]
