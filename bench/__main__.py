@@ -6,7 +6,7 @@ import importlib
 import sys
 
 BENCHES = ["api", "api_etcd", "scheduler_core", "scheduler", "deployment", "codecs", "podstartup", "sim", "managedfields", "validation",
-           "fairness", "stopping", "ingress", "netpol", "network_dns", "storage", "storage_binding"]
+           "fairness", "stopping", "ingress", "netpol", "network_dns", "storage", "storage_binding", "network"]
 
 
 def main(argv: list[str]) -> int:

@@ -177,6 +177,10 @@ async def start_components(server: Any, args: Any) -> list[Any]:
             s = SchedulerRunner(client)
             await s.start()
             started.append(s)
+    if not {"proxy", "servicelb"} & disabled:
+        started.append(await _start_servicelb(server))
+    if not getattr(args, "disable_agent", False) and "proxy" not in disabled:
+        started.append(await _start_local_proxy(server, args))
     if not getattr(args, "disable_agent", False) and "network-policy" not in disabled:
         started += await start_network_policy(server)
     if "dns" not in disabled:
@@ -195,6 +199,28 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         if not getattr(args, "disable_agent", False):
             started.append(await start_ingress(server, args))
     return started
+
+
+async def _start_servicelb(server: Any) -> Any:
+    """The built-in load balancer's status writer (one per cluster, so here and not in agents). It is
+    the service controller's share of kube-controller-manager, so it acts with that identity."""
+    from .proxy.servicelb import ServiceLB
+
+    lb = ServiceLB(component_client(server, "system:kube-controller-manager", ["system:masters"],
+                                    "pyk8s-servicelb"))
+    await lb.start()
+    return lb
+
+
+async def _start_local_proxy(server: Any, args: Any) -> Any:
+    """The service proxy for the local node, as upstream's kube-proxy identity (system:node-proxier)."""
+    import socket
+
+    from .proxy.node import start_node_proxy
+
+    client = component_client(server, "system:kube-proxy", [], "kube-proxy/pyk8s")
+    cidr = getattr(args, "cluster_cidr", "") or ""
+    return await start_node_proxy(client, socket.gethostname().lower(), [cidr] if cidr else [], owns_client=True)
 
 
 def write_ingress_kubeconfig(server: Any) -> str:

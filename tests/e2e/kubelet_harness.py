@@ -80,7 +80,7 @@ class Agent:
                "--node-name", self.name, "--data-dir", self.data_dir, "--cni-bridge", self.bridge,
                "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1", *self.extra]
         if not self.prefix:  # on the host's network: no nftables table in the host's namespace
-            cmd.append("--disable-network-policy")
+            cmd += ["--disable-network-policy", "--disable-proxy"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),
                                      env=dict(os.environ, PYTHONUNBUFFERED="1"))
         deadline = time.monotonic() + timeout

@@ -65,7 +65,7 @@ def test_agent_moves_to_the_next_api_server_when_its_server_is_killed(tmp_path: 
                "--certificate-authority", os.path.join(a.data_dir, "pki", "ca.crt"), "--node-name", NODE,
                "--data-dir", str(data), "--runtime", "process", "--cni-bridge", "pkhafo0",
                "--runc-root", f"/run/pyk8s/ha-failover-{os.getpid()}", "--v", "1",
-               "--disable-network-policy"]  # on the host's network: no nftables table there
+               "--disable-network-policy", "--disable-proxy"]  # on the host's network: no nftables table there
         with open(log_path, "w") as log:
             agent = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
                                      env=dict(os.environ, PYTHONUNBUFFERED="1"))

@@ -45,7 +45,8 @@ class InProcess(Env):
         self.cluster = ServerWithKubelet(os.path.join(base, "server"), extra_args=["--cluster-cidr", f"{self.net}.0.0/16",
                                                                                    "--disable", "ingress",
                                                                                    # no nftables table in the host's namespace
-                                                                                   "--disable", "network-policy"],
+                                                                                   "--disable", "network-policy",
+                                                                                   "--disable", "proxy"],
                                env={"PYK8S_AGENT_CNI_BRIDGE": self.bridge, "PYK8S_AGENT_RUNC_ROOT": self.runc_root})
 
     def start(self, images: tuple[str, ...] = ("busybox:e2e",)) -> InProcess:

@@ -45,6 +45,7 @@ import orjson
 
 from ..api import errors as E
 from ..api.timefmt import now_micro, parse_time
+from ..client.tasks import cancel as _cancel
 from ..storage import StoreError
 from ..storage.interface import ConflictError, KeyExistsError, KeyNotFoundError
 from .rest import RequestContext
@@ -317,11 +318,3 @@ class IdentityLease:
         await _cancel(self._task)
         self._task = None
 
-
-async def _cancel(task: asyncio.Task[None] | None) -> None:
-    if task is not None:
-        task.cancel()
-        try:
-            await task
-        except (asyncio.CancelledError, Exception):
-            pass

@@ -74,6 +74,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--network-policy-kubeconfig", default=None, metavar="FILE",
                    help="kubeconfig the network policy controller acts with: it lists every pod, namespace and "
                         "policy, which a node's own credentials may not (default: the agent's connection)")
+    p.add_argument("--disable-proxy", action="store_true",
+                   help="do not run the service proxy (pyk8s proxy, nftables) for this node")
+    p.add_argument("--proxy-kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig of the service proxy's identity, bound to system:node-proxier (default: the "
+                        "node's own credentials; a node identity under the Node authorizer cannot list "
+                        "EndpointSlices, as upstream's)")
+    from .proxy_cmd import add_flags as add_proxy_flags
+
+    add_proxy_flags(p.add_argument_group("service proxy (as kube-proxy's flags)"), local_default="this node's podCIDR")
     p.add_argument("--ingress-kubeconfig", default=None, metavar="FILE",
                    help="run the Ingress controller for this node as the identity in FILE (the server's "
                         "<data-dir>/ingress.conf: user system:pyk8s-ingress); without it, none runs here")
@@ -172,6 +181,15 @@ async def _agent(args: Any) -> int:
     except ValueError as e:
         print(f"pyk8s agent: {e}", file=sys.stderr)
         return 2
+    proxy_client = None
+    if args.proxy_kubeconfig and not args.disable_proxy:
+        from ..client import Client
+
+        try:
+            proxy_client = Client.from_kubeconfig(args.proxy_kubeconfig, user_agent="kube-proxy/pyk8s")
+        except (OSError, ValueError) as e:
+            print(f"pyk8s agent: --proxy-kubeconfig: {e}", file=sys.stderr)
+            return 2
     use_cheap_subprocesses()
     client = _client(args)
     kl = Kubelet(client, cfg)
@@ -195,6 +213,13 @@ async def _agent(args: Any) -> int:
                 await np_client.close()
         else:
             netpol = await start_for_node(client, cfg.node_name)
+    proxy = None
+    if not args.disable_proxy:
+        from ..proxy.node import start_node_proxy
+
+        proxy = await start_node_proxy(proxy_client or client, cfg.node_name, args.cluster_cidr,
+                                       owns_client=proxy_client is not None, nodeport_cidrs=args.nodeport_addresses,
+                                       min_sync_period=args.min_sync_period)
     from .. import gctune
 
     gctune.freeze()
@@ -218,6 +243,8 @@ async def _agent(args: Any) -> int:
         await netpol.stop()  # its table stays: the pods keep running, and isolated
     if ingress is not None:
         await ingress.stop()
+    if proxy is not None:
+        await proxy.stop()  # the node's Service rules go with it
     await kl.stop()
     await client.close()
     return 0

@@ -110,8 +110,10 @@ def _server_parser(sub: Any) -> None:
                    help="the kubelet's registry mirrors and credentials, k3s's registries.yaml format (default "
                         "<data-dir>/agent/registries.yaml; reread when it changes; docs/images.md)")
     p.add_argument("--disable", action="append", default=[],
-                   help="components not to run: scheduler, controller-manager, ingress, network-policy, dns, local-storage (the local-path "
-                        "provisioner and its default StorageClass; docs/storage.md) (repeatable)")
+                   help="components not to run: scheduler, controller-manager, ingress, network-policy, dns, proxy "
+                        "(the local node's service proxy and the built-in load balancer), servicelb (the load "
+                        "balancer only), local-storage (the local-path provisioner and its default StorageClass; "
+                        "docs/storage.md) (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
@@ -153,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import datastore_cmd
 
     datastore_cmd.add_parser(sub)
+    from . import proxy_cmd
+
+    proxy_cmd.add_parser(sub)
     from . import ingress_cmd
 
     ingress_cmd.add_parser(sub)
@@ -191,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         return scheduler_cmd.run(args)
     if args.command == "controller-manager":
         return controller_manager_cmd.run(args)
+    if args.command == "proxy":
+        return proxy_cmd.run(args)
     if args.command == "ingress":
         return ingress_cmd.run(args)
     if args.command == "netpol":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from typing import Any
 
@@ -68,14 +67,9 @@ async def _main(args: Any) -> int:
 
     gctune.freeze()
     print("pyk8s scheduler: running", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except NotImplementedError:  # pragma: no cover
-            pass
-    await stop.wait()
+    from .signals import until_terminated
+
+    await until_terminated()
     await runner.stop()
     return 0
 

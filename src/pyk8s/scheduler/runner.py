@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..api.errors import StatusError
-from ..api.timefmt import now_micro, now_rfc3339
+from ..api.timefmt import now_rfc3339
 from ..client import Client, EventRecorder, InformerFactory, LeaderElector, resource_path
 from .cache import Cache
 from .framework import Handle
@@ -165,18 +165,7 @@ class SchedulerRunner:
 
     async def _release_lease(self) -> None:
         """As client-go's release(): an empty holder and a 1 s duration."""
-        try:
-            lease = await self.client.get_or_none(LEASES, LEASE_NAME, "kube-system")
-            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
-                return
-            now = now_micro()
-            spec = dict(lease["spec"])
-            spec.pop("holderIdentity", None)
-            spec.update(leaseDurationSeconds=1, renewTime=now, acquireTime=now)
-            lease["spec"] = spec
-            await self.client.update(LEASES, lease)
-        except Exception as e:  # best effort: the lease expires anyway
-            log.debug("releasing the scheduler lease: %s", e)
+        await LeaderElector(self.client, LEASE_NAME, identity=self.identity).release()
 
     async def _run(self) -> None:
         if not self.leader_elect:
