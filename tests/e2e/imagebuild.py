@@ -28,6 +28,13 @@ def build_busybox_rootfs(dest: str) -> str:
     with open(os.path.join(dest, "etc", "group"), "w") as f:
         f.write("root:x:0:\napp:x:1000:\nextra:x:2000:app\nnogroup:x:65534:\n")
     os.chown(os.path.join(dest, "home/app"), 1000, 1000)
+    from pyk8s.kubelet.images.build import NSSWITCH, glibc_resolver_files
+
+    for name, host in glibc_resolver_files():  # names resolve in the pods, as in `pyk8s image build busybox`
+        os.makedirs(os.path.join(dest, os.path.dirname(name)), exist_ok=True)
+        shutil.copy2(host, os.path.join(dest, name))
+    with open(os.path.join(dest, "etc", "nsswitch.conf"), "w") as f:
+        f.write(NSSWITCH)
     return dest
 
 

@@ -4,12 +4,20 @@ The tree matches what the official busybox image gives a pod: every applet linke
 a sticky world-writable /tmp (`kubectl cp` untars there), /etc/passwd and /etc/group with
 root and nobody, /root and /home, `Cmd ["sh"]` and a PATH. Every entry is owned by root,
 whoever runs the build.
+
+Debian's busybox-static is linked statically against glibc, whose name lookups (getaddrinfo:
+`wget http://web.demo.svc.cluster.local`, `ping web`) load the NSS modules at run time: without
+them every name fails to resolve. As the official `busybox:glibc` image does, the image carries
+the host's libc, libresolv, libnss_files, libnss_dns, the loader and an nsswitch.conf, so names
+resolve through /etc/hosts and the pod's resolv.conf (cluster DNS, search paths, ndots).
 """
 
 from __future__ import annotations
 
+import glob
 import io
 import os
+import platform
 import re
 import subprocess
 import tarfile
@@ -24,6 +32,20 @@ _VERSION = re.compile(r"BusyBox v(\d+\.\d+)(?:\.\d+)?")
 _PASSWD = ("root:x:0:0:root:/root:/bin/sh\n"
            "nobody:x:65534:65534:nobody:/home:/bin/false\n")
 _GROUP = "root:x:0:\nnogroup:x:65534:\nnobody:x:65534:\n"
+
+
+NSSWITCH = "passwd: files\ngroup: files\nhosts: files dns\n"
+_NSS_LIBS = ("libc.so.6", "libresolv.so.2", "libnss_files.so.2", "libnss_dns.so.2")
+
+
+def glibc_resolver_files() -> list[tuple[str, str]]:
+    """(path in the image, host file) for glibc's name lookups; empty where the host has no glibc."""
+    libdir = f"/lib/{platform.machine()}-linux-gnu"
+    libs = [(f"{libdir.lstrip('/')}/{n}", os.path.realpath(os.path.join(libdir, n))) for n in _NSS_LIBS]
+    loaders = glob.glob("/lib64/ld-linux*.so.*") + glob.glob(f"{libdir}/ld-linux*.so.*")  # the ELF interpreter path first
+    if not loaders or not all(os.path.isfile(h) for _, h in libs):
+        return []
+    return [*libs, (loaders[0].lstrip("/"), os.path.realpath(loaders[0]))]
 
 
 def busybox_version(binary: str = HOST_BUSYBOX) -> str:
@@ -65,7 +87,20 @@ def _write_rootfs_tar(path: str, binary: str) -> None:
             ti = _entry(f"bin/{a}", tarfile.LNKTYPE, 0o755, now)  # hard links, as the official image has
             ti.linkname = "bin/busybox"
             tf.addfile(ti)
-        for name, text in (("etc/passwd", _PASSWD), ("etc/group", _GROUP)):
+        resolver = glibc_resolver_files()
+        for d in sorted({os.path.dirname(p) for p, _ in resolver}):
+            parts = d.split("/")
+            for i in range(1, len(parts) + 1):
+                sub = "/".join(parts[:i])
+                if sub not in ("bin", "usr") and sub not in tf.getnames():
+                    tf.addfile(_entry(sub, tarfile.DIRTYPE, 0o755, now))
+        for name, host in resolver:
+            with open(host, "rb") as f:
+                ti = _entry(name, tarfile.REGTYPE, 0o755, now)
+                ti.size = os.fstat(f.fileno()).st_size
+                tf.addfile(ti, f)
+        texts = [("etc/passwd", _PASSWD), ("etc/group", _GROUP)] + ([("etc/nsswitch.conf", NSSWITCH)] if resolver else [])
+        for name, text in texts:
             data = text.encode()
             ti = _entry(name, tarfile.REGTYPE, 0o644, now)
             ti.size = len(data)
