@@ -6,7 +6,7 @@ import importlib
 import sys
 
 BENCHES = ["api", "api_etcd", "scheduler_core", "scheduler", "deployment", "codecs", "podstartup", "sim", "managedfields", "validation",
-           "fairness", "stopping"]
+           "fairness", "stopping", "get_throughput"]
 
 
 def main(argv: list[str]) -> int:

@@ -132,31 +132,45 @@ class _Date:
         return cls.value
 
 
+_OWN_HEADERS = frozenset(("content-length", "connection", "date", "transfer-encoding"))  # written below
+_STATUS_LINES: dict[tuple[int, str], bytes] = {}
+
+
+def _status_line(status: int, reason: str) -> bytes:
+    line = _STATUS_LINES.get((status, reason))
+    if line is None:
+        line = b"HTTP/1.1 %d %s\r\n" % (status, reason.encode("latin-1"))
+        if len(_STATUS_LINES) < 256:  # the standard reasons; a custom one is not kept
+            _STATUS_LINES[(status, reason)] = line
+    return line
+
+
 def serialize(resp: web.StreamResponse, keep_alive: bool) -> bytes:
     """Status line, headers and body of a handler's (unprepared) web.Response."""
     status = resp.status
     body = response_body(resp)
-    head = [b"HTTP/1.1 %d %s\r\n" % (status, resp.reason.encode("latin-1"))]
+    lines = []
     has_ct = False
     for k, v in resp.headers.items():
         lk = k.lower()
-        if lk in ("content-length", "connection", "date", "transfer-encoding"):
+        if lk in _OWN_HEADERS:
             continue
-        has_ct = has_ct or lk == "content-type"
-        if "\n" in v or "\r" in v:  # (as aiohttp refuses them: they would split the response)
-            raise ValueError(f"newline in the value of header {k}")
-        head.append(f"{k}: {v}\r\n".encode())  # UTF-8, as Go writes a header's bytes (and aiohttp does)
+        if lk == "content-type":
+            has_ct = True
+        lines.append(f"{k}: {v}\r\n")
     if status >= 200 and status not in (204, 304):
         if body and not has_ct:
-            head.append(b"Content-Type: application/octet-stream\r\n")
-        head.append(b"Content-Length: %d\r\n" % len(body))
+            lines.append("Content-Type: application/octet-stream\r\n")
+        lines.append(f"Content-Length: {len(body)}\r\n")
     else:
         body = b""
-    head.append(b"Date: " + _Date.get() + b"\r\n")
-    if not keep_alive:
-        head.append(b"Connection: close\r\n")
-    head.append(b"\r\n")
-    return b"".join(head) + body
+    head = "".join(lines)
+    # one line per header: a CR or LF inside a name or value would split the response (aiohttp refuses them)
+    if head.count("\n") != len(lines) or head.count("\r") != len(lines):
+        raise ValueError("newline in a response header")
+    # UTF-8, as Go writes a header's bytes (and aiohttp does)
+    return b"".join((_status_line(status, resp.reason), head.encode(), b"Date: ", _Date.get(),
+                     b"\r\n\r\n" if keep_alive else b"\r\nConnection: close\r\n\r\n", body))
 
 
 class HTTP1Protocol(asyncio.Protocol):
