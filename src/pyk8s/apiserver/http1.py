@@ -24,7 +24,7 @@ from email.utils import formatdate
 from typing import Any
 
 from aiohttp import web
-from multidict import CIMultiDict, CIMultiDictProxy, MultiDictProxy
+from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
 from yarl import URL
 
 from ..api import errors as E
@@ -39,12 +39,14 @@ _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 _STREAMING_TAILS = ("/log", "/exec", "/attach", "/portforward")
 _MAX_HEAD = 16 * 1024  # longer heads (up to MAX_HEADER_BYTES) go to aiohttp, which applies its own limits
 _HANDOFF_HEADERS = frozenset({"transfer-encoding", "upgrade", "expect"})
+_NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
 
 
 class FastRequest:
     """The parts of aiohttp's web.Request that the API handlers use, for a fully read request."""
 
-    __slots__ = ("method", "headers", "transport", "app", "peer_cert", "_url", "_body", "_items", "_query")
+    __slots__ = ("method", "headers", "transport", "app", "peer_cert", "_raw_path", "_qs", "_url",
+                 "_body", "_items", "_query")
 
     def __init__(self, method: str, target: str, headers: CIMultiDictProxy[str], body: bytes,
                  transport: asyncio.BaseTransport, app: web.Application, peer_cert: bytes | None = None) -> None:
@@ -53,30 +55,37 @@ class FastRequest:
         self.headers = headers
         self.transport: asyncio.BaseTransport | None = transport
         self.app = app
-        path, _, qs = target.partition("?")
-        # built as aiohttp's parser builds it: path decoded, query parsed with '+' as space
-        self._url = URL.build(path=path, query_string=qs, encoded=True)
+        self._raw_path, _, self._qs = target.partition("?")
+        self._url: URL | None = None  # built when first needed: most requests need only the path
         self._body = body
         self._items: dict[str, Any] = {}
         self._query: MultiDictProxy[str] | None = None
 
+    def _parsed(self) -> URL:
+        if self._url is None:
+            # built as aiohttp's parser builds it: path decoded, query parsed with '+' as space
+            self._url = URL.build(path=self._raw_path, query_string=self._qs, encoded=True)
+        return self._url
+
     @property
     def path(self) -> str:
-        return self._url.path
+        if "%" not in self._raw_path:  # nothing to decode: the path as sent (what yarl gives too)
+            return self._raw_path
+        return self._parsed().path
 
     @property
     def path_qs(self) -> str:
-        return self._url.path_qs
+        return self._parsed().path_qs
 
     @property
     def raw_path(self) -> str:
         """The request target as sent (aiohttp's Request.raw_path)."""
-        return self._url.raw_path_qs
+        return self._parsed().raw_path_qs
 
     @property
     def query(self) -> MultiDictProxy[str]:
         if self._query is None:
-            self._query = self._url.query
+            self._query = self._parsed().query if self._qs else _NO_QUERY
         return self._query
 
     @property
