@@ -28,7 +28,7 @@ from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
 from yarl import URL
 
 from ..api import errors as E
-from . import commit_answer
+from . import commit_answer, eager_start
 from .handlers import status_response
 from .header_limits import MAX_HEADER_BYTES, RESPONSE_431
 
@@ -186,7 +186,7 @@ class HTTP1Protocol(asyncio.Protocol):
     """One client connection: plain requests answered here, in order; the rest handed to aiohttp."""
 
     __slots__ = ("entry", "app", "fallback", "conns", "max_body", "transport", "buf", "busy", "closed", "task",
-                 "last_active", "paused", "peer_cert", "draining")
+                 "last_active", "paused", "peer_cert", "draining", "starting")
 
     def __init__(self, entry: Callable[[Any], Awaitable[web.StreamResponse]], app: web.Application,
                  fallback: Callable[[], asyncio.Protocol], conns: set[HTTP1Protocol], max_body: int) -> None:
@@ -204,6 +204,7 @@ class HTTP1Protocol(asyncio.Protocol):
         self.closed = False
         self.task: asyncio.Task[None] | None = None
         self.draining = False  # the server shuts down (shutdown.py): answer what runs, start nothing
+        self.starting = False  # a request's first step runs now, inside _next
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -295,7 +296,12 @@ class HTTP1Protocol(asyncio.Protocol):
         self.busy = True
         assert self.transport is not None
         req = FastRequest(method, target, CIMultiDictProxy(headers), body, self.transport, self.app, self.peer_cert)
-        self.task = asyncio.get_running_loop().create_task(self._serve(req, keep_alive))
+        # served now, without a Task, unless it has to wait (eager_start.py): most requests never do
+        self.starting = True
+        try:
+            self.task = eager_start.start(self._serve(req, keep_alive))
+        finally:
+            self.starting = False
 
     async def _serve(self, req: FastRequest, keep_alive: bool) -> None:
         try:
@@ -316,6 +322,15 @@ class HTTP1Protocol(asyncio.Protocol):
                         b"Date: " + _Date.get() + b"\r\n\r\n")
         finally:
             self.task = None
+        if self.starting:
+            # answered without waiting, inside data_received: written on the loop's next turn with
+            # the other connections' answers, as a Task's would be (the client then reads them in
+            # one go; writing each at once costs both sides more wake-ups per request under load)
+            asyncio.get_running_loop().call_soon(self._answer, data, keep_alive)
+        else:
+            self._answer(data, keep_alive)
+
+    def _answer(self, data: bytes, keep_alive: bool) -> None:
         t = self.transport
         if self.closed or t is None or t.is_closing():
             return
