@@ -23,6 +23,14 @@ async def _waits_on(fut: asyncio.Future[int], log: list[object]) -> None:
         _var.reset(token)  # raises ValueError if reset in another context than it was set in
 
 
+def _started(log: list[object]) -> tuple[asyncio.Future[int], asyncio.Task[None]]:
+    """_waits_on started eagerly: the future it waits on and the Task that finishes it."""
+    fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = eager_start.start(_waits_on(fut, log))
+    assert task is not None and not log
+    return fut, task
+
+
 def test_a_coroutine_that_never_waits_runs_to_its_end_without_a_task() -> None:
     async def main() -> None:
         log: list[str] = []
@@ -39,12 +47,9 @@ def test_a_coroutine_that_never_waits_runs_to_its_end_without_a_task() -> None:
 
 def test_a_waiting_coroutine_is_finished_by_a_task_in_its_own_context() -> None:
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[int] = loop.create_future()
         log: list[object] = []
-        task = eager_start.start(_waits_on(fut, log))
-        assert task is not None and not log
-        loop.call_later(0.01, fut.set_result, 5)
+        fut, task = _started(log)
+        asyncio.get_running_loop().call_later(0.01, fut.set_result, 5)
         await task
         assert log == [("got", 5), ("var", "inside")] and _var.get() is None
 
@@ -53,12 +58,9 @@ def test_a_waiting_coroutine_is_finished_by_a_task_in_its_own_context() -> None:
 
 def test_the_awaited_futures_error_reaches_the_coroutine() -> None:
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[int] = loop.create_future()
         log: list[object] = []
-        task = eager_start.start(_waits_on(fut, log))
-        assert task is not None
-        loop.call_later(0.01, fut.set_exception, ValueError("boom"))
+        fut, task = _started(log)
+        asyncio.get_running_loop().call_later(0.01, fut.set_exception, ValueError("boom"))
         with pytest.raises(ValueError, match="boom"):
             await task
         assert log == []
@@ -68,11 +70,8 @@ def test_the_awaited_futures_error_reaches_the_coroutine() -> None:
 
 def test_cancelling_the_task_cancels_the_coroutine_where_it_waits() -> None:
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[int] = loop.create_future()
         log: list[object] = []
-        task = eager_start.start(_waits_on(fut, log))
-        assert task is not None
+        fut, task = _started(log)
         await asyncio.sleep(0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -84,17 +83,15 @@ def test_cancelling_the_task_cancels_the_coroutine_where_it_waits() -> None:
             await asyncio.sleep(0)
             log.append("ran on")
 
-        task = eager_start.start(yields())
-        assert task is not None
-        task.cancel()
+        yielding = eager_start.start(yields())
+        assert yielding is not None
+        yielding.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await task
+            await yielding
         assert log == []
 
         # cancelled after the awaited future got its result: the coroutine still sees the cancellation
-        fut2: asyncio.Future[int] = loop.create_future()
-        task = eager_start.start(_waits_on(fut2, log))
-        assert task is not None
+        fut2, task = _started(log)
         await asyncio.sleep(0)
         fut2.set_result(1)
         task.cancel()
