@@ -141,3 +141,25 @@ def test_event_parts() -> None:
     when = dt.datetime(2026, 11, 27, 11, 2, 36, 123456, tzinfo=dt.UTC)
     assert backup_name("/var/log/audit.log", when) == "/var/log/audit-2026-11-27T11-02-36.123.log"
     assert backup_name("/var/log/audit", when) == "/var/log/audit-2026-11-27T11-02-36.123"
+
+
+def test_audit_ids_stay_unique_in_a_forked_child() -> None:
+    """Every answer carries a new Audit-Id: a forked process must not hand out its parent's next ones."""
+    import os
+    import re
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next IDs, then exit without running the test session's cleanup
+        try:
+            os.write(w, ",".join(new_audit_id() for _ in range(100)).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        child = set(f.read().split(","))
+    os.waitpid(pid, 0)
+    parent = {new_audit_id() for _ in range(100)}
+    assert len(child) == 100 and not child & parent
+    uuid4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+    assert all(uuid4.match(i) for i in child | parent)

@@ -152,8 +152,10 @@ class ResourceHandler:
                     return await self.watch(request, res, ns, out)
                 return await self.list(request, res, ns, out)
             if sub in ("", "status", "ephemeralcontainers"):  # (pods/ephemeralcontainers reads the Pod, as upstream)
-                parse_resource_version(q.get("resourceVersion", ""))
-                obj = await self.rest.get(res, ns, info.name, consistent=q.get("resourceVersion") != "0")
+                rv = q.get("resourceVersion")
+                if rv:
+                    parse_resource_version(rv)  # (a 400 for one that is not a number)
+                obj = await self.rest.get(res, ns, info.name, consistent=rv != "0")
                 return self.respond(self.from_storage(res, obj), out, res)
             if sub == "scale":
                 from . import subresources

@@ -24,11 +24,11 @@ from email.utils import formatdate
 from typing import Any
 
 from aiohttp import web
-from multidict import CIMultiDict, CIMultiDictProxy, MultiDictProxy
+from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
 from yarl import URL
 
 from ..api import errors as E
-from . import commit_answer
+from . import commit_answer, eager_start
 from .handlers import status_response
 from .header_limits import MAX_HEADER_BYTES, RESPONSE_431
 
@@ -39,12 +39,14 @@ _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 _STREAMING_TAILS = ("/log", "/exec", "/attach", "/portforward")
 _MAX_HEAD = 16 * 1024  # longer heads (up to MAX_HEADER_BYTES) go to aiohttp, which applies its own limits
 _HANDOFF_HEADERS = frozenset({"transfer-encoding", "upgrade", "expect"})
+_NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
 
 
 class FastRequest:
     """The parts of aiohttp's web.Request that the API handlers use, for a fully read request."""
 
-    __slots__ = ("method", "headers", "transport", "app", "peer_cert", "_url", "_body", "_items", "_query")
+    __slots__ = ("method", "headers", "transport", "app", "peer_cert", "_raw_path", "_qs", "_url",
+                 "_body", "_items", "_query")
 
     def __init__(self, method: str, target: str, headers: CIMultiDictProxy[str], body: bytes,
                  transport: asyncio.BaseTransport, app: web.Application, peer_cert: bytes | None = None) -> None:
@@ -53,30 +55,37 @@ class FastRequest:
         self.headers = headers
         self.transport: asyncio.BaseTransport | None = transport
         self.app = app
-        path, _, qs = target.partition("?")
-        # built as aiohttp's parser builds it: path decoded, query parsed with '+' as space
-        self._url = URL.build(path=path, query_string=qs, encoded=True)
+        self._raw_path, _, self._qs = target.partition("?")
+        self._url: URL | None = None  # built when first needed: most requests need only the path
         self._body = body
         self._items: dict[str, Any] = {}
         self._query: MultiDictProxy[str] | None = None
 
+    def _parsed(self) -> URL:
+        if self._url is None:
+            # built as aiohttp's parser builds it: path decoded, query parsed with '+' as space
+            self._url = URL.build(path=self._raw_path, query_string=self._qs, encoded=True)
+        return self._url
+
     @property
     def path(self) -> str:
-        return self._url.path
+        if "%" not in self._raw_path:  # nothing to decode: the path as sent (what yarl gives too)
+            return self._raw_path
+        return self._parsed().path
 
     @property
     def path_qs(self) -> str:
-        return self._url.path_qs
+        return self._parsed().path_qs
 
     @property
     def raw_path(self) -> str:
         """The request target as sent (aiohttp's Request.raw_path)."""
-        return self._url.raw_path_qs
+        return self._parsed().raw_path_qs
 
     @property
     def query(self) -> MultiDictProxy[str]:
         if self._query is None:
-            self._query = self._url.query
+            self._query = self._parsed().query if self._qs else _NO_QUERY
         return self._query
 
     @property
@@ -132,38 +141,52 @@ class _Date:
         return cls.value
 
 
+_OWN_HEADERS = frozenset(("content-length", "connection", "date", "transfer-encoding"))  # written below
+_STATUS_LINES: dict[tuple[int, str], bytes] = {}
+
+
+def _status_line(status: int, reason: str) -> bytes:
+    line = _STATUS_LINES.get((status, reason))
+    if line is None:
+        line = b"HTTP/1.1 %d %s\r\n" % (status, reason.encode("latin-1"))
+        if len(_STATUS_LINES) < 256:  # the standard reasons; a custom one is not kept
+            _STATUS_LINES[(status, reason)] = line
+    return line
+
+
 def serialize(resp: web.StreamResponse, keep_alive: bool) -> bytes:
     """Status line, headers and body of a handler's (unprepared) web.Response."""
     status = resp.status
     body = response_body(resp)
-    head = [b"HTTP/1.1 %d %s\r\n" % (status, resp.reason.encode("latin-1"))]
+    lines = []
     has_ct = False
     for k, v in resp.headers.items():
         lk = k.lower()
-        if lk in ("content-length", "connection", "date", "transfer-encoding"):
+        if lk in _OWN_HEADERS:
             continue
-        has_ct = has_ct or lk == "content-type"
-        if "\n" in v or "\r" in v:  # (as aiohttp refuses them: they would split the response)
-            raise ValueError(f"newline in the value of header {k}")
-        head.append(f"{k}: {v}\r\n".encode())  # UTF-8, as Go writes a header's bytes (and aiohttp does)
+        if lk == "content-type":
+            has_ct = True
+        lines.append(f"{k}: {v}\r\n")
     if status >= 200 and status not in (204, 304):
         if body and not has_ct:
-            head.append(b"Content-Type: application/octet-stream\r\n")
-        head.append(b"Content-Length: %d\r\n" % len(body))
+            lines.append("Content-Type: application/octet-stream\r\n")
+        lines.append(f"Content-Length: {len(body)}\r\n")
     else:
         body = b""
-    head.append(b"Date: " + _Date.get() + b"\r\n")
-    if not keep_alive:
-        head.append(b"Connection: close\r\n")
-    head.append(b"\r\n")
-    return b"".join(head) + body
+    head = "".join(lines)
+    # one line per header: a CR or LF inside a name or value would split the response (aiohttp refuses them)
+    if head.count("\n") != len(lines) or head.count("\r") != len(lines):
+        raise ValueError("newline in a response header")
+    # UTF-8, as Go writes a header's bytes (and aiohttp does)
+    return b"".join((_status_line(status, resp.reason), head.encode(), b"Date: ", _Date.get(),
+                     b"\r\n\r\n" if keep_alive else b"\r\nConnection: close\r\n\r\n", body))
 
 
 class HTTP1Protocol(asyncio.Protocol):
     """One client connection: plain requests answered here, in order; the rest handed to aiohttp."""
 
     __slots__ = ("entry", "app", "fallback", "conns", "max_body", "transport", "buf", "busy", "closed", "task",
-                 "last_active", "paused", "peer_cert", "draining")
+                 "last_active", "paused", "peer_cert", "draining", "starting")
 
     def __init__(self, entry: Callable[[Any], Awaitable[web.StreamResponse]], app: web.Application,
                  fallback: Callable[[], asyncio.Protocol], conns: set[HTTP1Protocol], max_body: int) -> None:
@@ -181,6 +204,7 @@ class HTTP1Protocol(asyncio.Protocol):
         self.closed = False
         self.task: asyncio.Task[None] | None = None
         self.draining = False  # the server shuts down (shutdown.py): answer what runs, start nothing
+        self.starting = False  # a request's first step runs now, inside _next
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -272,7 +296,12 @@ class HTTP1Protocol(asyncio.Protocol):
         self.busy = True
         assert self.transport is not None
         req = FastRequest(method, target, CIMultiDictProxy(headers), body, self.transport, self.app, self.peer_cert)
-        self.task = asyncio.get_running_loop().create_task(self._serve(req, keep_alive))
+        # served now, without a Task, unless it has to wait (eager_start.py): most requests never do
+        self.starting = True
+        try:
+            self.task = eager_start.start(self._serve(req, keep_alive))
+        finally:
+            self.starting = False
 
     async def _serve(self, req: FastRequest, keep_alive: bool) -> None:
         try:
@@ -293,6 +322,15 @@ class HTTP1Protocol(asyncio.Protocol):
                         b"Date: " + _Date.get() + b"\r\n\r\n")
         finally:
             self.task = None
+        if self.starting:
+            # answered without waiting, inside data_received: written on the loop's next turn with
+            # the other connections' answers, as a Task's would be (the client then reads them in
+            # one go; writing each at once costs both sides more wake-ups per request under load)
+            asyncio.get_running_loop().call_soon(self._answer, data, keep_alive)
+        else:
+            self._answer(data, keep_alive)
+
+    def _answer(self, data: bytes, keep_alive: bool) -> None:
         t = self.transport
         if self.closed or t is None or t.is_closing():
             return

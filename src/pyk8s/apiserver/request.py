@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RequestInfo", "parse_path"]
+from .query_params import parse_bool
+
+__all__ = ["RequestInfo", "parse_path", "request_verb"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +76,25 @@ def _parse(path: str) -> RequestInfo:
                            rest[2] if len(rest) > 2 else "", (), legacy_watch)
     return RequestInfo(True, path, prefix, group, version, namespace, rest[0], rest[1] if len(rest) > 1 else "",
                        rest[2] if len(rest) > 2 else "", tuple(rest[3:]), legacy_watch)
+
+
+_METHOD_VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+_CONNECT = frozenset(("exec", "attach", "portforward"))
+
+
+def request_verb(method: str, info: RequestInfo, watch: str | None) -> str:
+    """The verb upstream's RequestInfoFactory gives a request, computed once per request for
+    APF, authorization and the handlers. `watch`: the query's watch parameter (a collection GET
+    with it set, as its conversion reads it, is a watch). A non-resource request's verb is its
+    method, lowercased."""
+    if not info.is_resource:
+        return method.lower()
+    verb = _METHOD_VERBS.get(method) or method.lower()
+    if verb == "get":
+        if info.subresource in _CONNECT and method == "GET":
+            return "create"  # WebSocket upgrades arrive as GET; upstream (1.31+) authorizes them as create
+        if not info.name:
+            return "watch" if info.legacy_watch or parse_bool(watch) else "list"
+    elif verb == "delete" and not info.name:
+        return "deletecollection"
+    return verb

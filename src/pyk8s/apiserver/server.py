@@ -33,9 +33,9 @@ from .handlers import ResourceHandler, status_response
 from .header_limits import MAX_FIELD_BYTES, MAX_HEADER_BYTES, handler_factory
 from .http1 import FastRequest, HTTP1Protocol
 from .jsonwire import NEWLINE
-from .pretty import pretty_printing
-from .query_params import parse_bool, validate_field_manager
-from .request import RequestInfo, parse_path
+from .pretty import indent_if_wanted
+from .query_params import validate_field_manager
+from .request import RequestInfo, parse_path, request_verb
 from .rest import RequestContext, RestStorage
 from .serving_address import DEFAULT_BIND_ADDRESS, check_family, default_advertise_address, is_specific
 from .warning_headers import add_warnings, warning_value
@@ -49,7 +49,6 @@ __all__ = ["ServerConfig", "APIServer"]
 # decode_body and http1.py enforce with upstream's 413
 CLIENT_MAX_SIZE = 4 * 1024 * 1024
 KEEPALIVE_TIMEOUT = 75.0  # seconds an idle keep-alive connection is kept, aiohttp's default
-VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "HEAD": "get"}  # as upstream's RequestInfoFactory
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
 
@@ -230,7 +229,7 @@ class APIServer:
         assert self._runner.server is not None
         fallback = handler_factory(self._runner.server)
         app, conns = self.app, self._conns
-        serve = pretty_printing(self._entry)
+        serve = self._entry
 
         def protocol() -> HTTP1Protocol:
             return HTTP1Protocol(serve, app, fallback, conns, MAX_REQUEST_BYTES)
@@ -425,7 +424,7 @@ class APIServer:
         app[appkeys.AUTHORIZER] = self.authorizer
         app[appkeys.API_AUDIENCE] = "https://kubernetes.default.svc.cluster.local"
         app[appkeys.TOKEN_SIGNER] = self.sign_token
-        app.router.add_route("*", "/{tail:.*}", pretty_printing(self._entry))
+        app.router.add_route("*", "/{tail:.*}", self._entry)
         app.on_response_prepare.append(on_response_prepare)  # Audit-Id and ResponseStarted of streams
         return app
 
@@ -447,10 +446,12 @@ class APIServer:
         if self.stopping and (self.draining or shutdown.is_watch(request)):
             return shutdown.retry_after_response()
         if self.audit is not None:
-            return await self.audit.serve(request, self._serve_request)
-        resp = await self._serve_request(request)
-        if not resp.prepared:
-            set_audit_id_header(request, resp)  # upstream answers it with or without auditing
+            resp = await self.audit.serve(request, self._serve_request)
+        else:
+            resp = await self._serve_request(request)
+            if not resp.prepared:
+                set_audit_id_header(request, resp, False)  # upstream answers it with or without auditing
+        indent_if_wanted(request, resp)  # ?pretty, curl and browsers (pretty.py)
         return resp
 
     async def _serve_request(self, request: web.Request) -> web.StreamResponse:
@@ -523,22 +524,27 @@ class APIServer:
         else:
             attrs = RequestAttributes(verb=verb, path=path, resource_request=False)
         ok, reason = self.authorizer.authorize(user, attrs)
-        record_authorization(ok, reason)
+        if self.audit is not None:
+            record_authorization(ok, reason)
         if not ok:
             raise forbidden_error(user, attrs, reason)
 
     async def _route(self, request: web.Request, path: str, user: Any) -> web.StreamResponse:
+        # what the path names and the verb, once for APF, authorization and the handlers
+        info = parse_path(path)
+        verb = request_verb(request.method, info, request.query.get("watch") if info.is_resource else None)
         # API Priority and Fairness after authentication, before authorization, as upstream's filter chain
         if self.flowcontrol is not None:
-            return await self.flowcontrol.serve(request, path, user, self._route_admitted)  # type: ignore[no-any-return]
-        return await self._route_admitted(request, path, user)
+            return await self.flowcontrol.serve(request, path, user, info, verb,  # type: ignore[no-any-return]
+                                                self._route_admitted)
+        return await self._route_admitted(request, path, user, info, verb)
 
-    async def _route_admitted(self, request: web.Request, path: str, user: Any) -> web.StreamResponse:
+    async def _route_admitted(self, request: web.Request, path: str, user: Any, info: RequestInfo,
+                              verb: str) -> web.StreamResponse:
         m = request.method
-        info = parse_path(path)
         if not info.prefix:
             # health and version too: the bootstrap policy opens them to everyone (system:public-info-viewer)
-            self._authorize(user, info, m.lower() if m != "GET" else "get", path)
+            self._authorize(user, info, verb, path)
             if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
                 return web.Response(text="ok", content_type="text/plain")
             if path == "/version":
@@ -552,17 +558,6 @@ class APIServer:
         if res is None:
             raise E.StatusError(404, "NotFound", "the server could not find the requested resource", {})
         q = request.query
-        if m == "GET" and info.subresource in ("exec", "attach", "portforward"):
-            verb = "create"  # WebSocket upgrades arrive as GET; upstream (1.31+) authorizes them as create
-        elif m == "GET":
-            if info.name:
-                verb = "get"
-            else:
-                verb = "watch" if (info.legacy_watch or parse_bool(q.get("watch"))) else "list"
-        elif m == "DELETE" and not info.name:
-            verb = "deletecollection"
-        else:
-            verb = VERB_BY_METHOD.get(m, m.lower())
         self._authorize(user, info, verb, path, q.get("fieldSelector", ""))
         fm = q.get("fieldManager", "")
         if fm and m in _OPTIONS_KIND:

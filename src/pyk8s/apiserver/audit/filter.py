@@ -51,15 +51,16 @@ def _client_audit_id(request: Any) -> str | None:
 _NOT_A_HEADER_VALUE = re.compile("[^\x20-\x7e\x80-\xff]")  # controls and what Latin-1 cannot carry
 
 
-def set_audit_id_header(request: Any, resp: web.StreamResponse) -> None:
+def set_audit_id_header(request: Any, resp: web.StreamResponse, audited: bool = True) -> None:
     """Audit-Id: the client's Audit-ID when it can be a header value again, else the audit event's
-    ID or a new one (upstream's WithAuditInit, on every answer)."""
+    ID or a new one (upstream's WithAuditInit, on every answer). audited=False: no Auditor runs,
+    so the request has no event to look up (the server's path without a policy)."""
     given = request.headers.get("Audit-ID")
     if given:
         if _NOT_A_HEADER_VALUE.search(given) is None:
             resp.headers["Audit-Id"] = given
         return
-    ar = request.get(KEY)
+    ar = request.get(KEY) if audited else None
     resp.headers["Audit-Id"] = ar.audit_id if ar is not None else new_audit_id()
 
 
