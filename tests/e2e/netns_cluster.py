@@ -99,7 +99,8 @@ class NetnsCluster(Env):
             self.node_ips.append(ip)
             self.node_names.append(name)
             self.agents.append(NetnsAgent(self.cluster, os.path.join(base, f"node{i}"), name, ns, ip,
-                                          f"/run/pyk8s/nn-{self.tag}-{i}", agent_args))
+                                          f"/run/pyk8s/nn-{self.tag}-{i}",
+                                          ["--cluster-cidr", self.cluster_cidr, *(agent_args or [])]))
         # Env's single-node helpers (wait_pod's log tail, node_ready, log_files) look at node 0
         self.agent = self.agents[0] if self.agents else None  # type: ignore[assignment]
         self.node = self.node_names[0] if self.node_names else ""

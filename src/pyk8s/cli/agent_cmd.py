@@ -54,9 +54,6 @@ def add_parser(sub: Any) -> None:
                    help="serving certificate for port 10250 (default: a self-signed one in <data-dir>/pki, as "
                         "upstream's kubelet makes)")
     p.add_argument("--tls-private-key-file", default=None, metavar="FILE", help="the key of --tls-cert-file")
-    p.add_argument("--cluster-cidr", default="10.244.0.0/16",
-                   help="the pod network of the whole cluster, as the server's: pod traffic within it is not "
-                        "masqueraded (default 10.244.0.0/16)")
     p.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan", "none"], default="auto",
                    help="routes to other nodes' pods: host-gw (a route via the node, same link only), vxlan "
                         "(flannel.1, UDP 8472, pod MTU 1450), auto (host-gw where the node shares a link, vxlan "
@@ -82,7 +79,10 @@ def add_parser(sub: Any) -> None:
                         "EndpointSlices, as upstream's)")
     from .proxy_cmd import add_flags as add_proxy_flags
 
-    add_proxy_flags(p.add_argument_group("service proxy (as kube-proxy's flags)"), local_default="this node's podCIDR")
+    # one --cluster-cidr for the proxy (traffic from outside it to a ClusterIP is masqueraded) and the pod
+    # network (pod traffic within it keeps its source address across nodes), as the server's
+    add_proxy_flags(p.add_argument_group("service proxy (as kube-proxy's flags) and pod network"),
+                    local_default="10.244.0.0/16, the server's default", default=["10.244.0.0/16"])
     p.add_argument("--ingress-kubeconfig", default=None, metavar="FILE",
                    help="run the Ingress controller for this node as the identity in FILE (the server's "
                         "<data-dir>/ingress.conf: user system:pyk8s-ingress); without it, none runs here")
@@ -172,7 +172,7 @@ async def _agent(args: Any) -> int:
             eviction_transition=args.eviction_pressure_transition_period,
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
-            runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=args.cluster_cidr,
+            runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=next(iter(args.cluster_cidr), ""),
             flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig)
         cfg.serving_cert_file, cfg.serving_key_file, cfg.client_ca_file = _serving(args, cfg.node_name, cfg.node_ip)
         from ..kubelet.images.registries import load_registries

@@ -35,9 +35,9 @@ def _duration(text: str) -> float:
     return 0.0 if text.strip() in ("0", "0s") else go_duration(text)
 
 
-def add_flags(p: Any, local_default: str = "none") -> None:
+def add_flags(p: Any, local_default: str = "none", default: list[str] | None = None) -> None:
     """The flags `pyk8s proxy` shares with upstream kube-proxy (and `pyk8s agent` passes on)."""
-    p.add_argument("--cluster-cidr", type=_cidrs, default=[], metavar="CIDRS",
+    p.add_argument("--cluster-cidr", type=_cidrs, default=list(default or []), metavar="CIDRS",
                    help="pod network(s), comma separated (one per family): traffic to a ClusterIP from outside "
                         f"them is masqueraded (default {local_default})")
     p.add_argument("--nodeport-addresses", type=_cidrs, default=[], metavar="CIDRS",
