@@ -14,15 +14,12 @@ from typing import Any
 import pytest
 
 from tests.integration.test_daemonset import FakeKubelets, get_json, wait_for
-from tests.pv_standin import ClaimBinder
 
 
 @pytest.fixture(scope="module")
 def nodes(cluster):
     fk = FakeKubelets(cluster.kubeconfig, {"snode1": [], "snode2": []}).start()
-    binder = ClaimBinder(cluster).start()  # claims must be bound for the scheduler (see tests/pv_standin.py)
     yield fk
-    binder.stop()
     fk.stop()
 
 
