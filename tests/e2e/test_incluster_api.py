@@ -7,10 +7,11 @@ host) and the official Python client (the host's interpreter and this venv's sit
 mounted read-only) run inside busybox pods without a kubeconfig and act as the ServiceAccount:
 RBAC decides, the serving certificate is verified against ca.crt, bound tokens die with their pod.
 
-Until the service proxy serves 10.96.0.1:443, each pod names the advertised address and port in
-its own env (KUBERNETES_SERVICE_HOST/PORT), which also checks that a container's env overrides
-the kubelet's service variables, as upstream. Once the proxy is merged, `IN_CLUSTER_ENV_OVERRIDE`
-becomes False and the pods go through the Service.
+The pods run on a node in a network namespace of its own (netns_cluster), whose service proxy
+DNATs `kubernetes.default.svc` (10.96.0.1:443) to the advertised address: in-cluster config goes
+through the Service, as in a real cluster (`IN_CLUSTER_ENV_OVERRIDE = True` names the advertised
+address in each pod's own env instead, which also checks that a container's env wins over the
+kubelet's service variables).
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from tests.conftest import require, require_binary
 from tests.e2e.kubelet_harness import IMAGE, Env, requirements
 from tests.e2e.netns_cluster import NetnsCluster
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("incluster-netns"), pytest.mark.timeout(240)]
 
-# True until the service proxy DNATs 10.96.0.1:443 to the endpoints; then False (the one switch)
-IN_CLUSTER_ENV_OVERRIDE = True
+# the pods name the advertised address in their own env instead of going through 10.96.0.1
+IN_CLUSTER_ENV_OVERRIDE = False
 
 NS = "incluster"
 SA = "reader"
@@ -45,7 +46,7 @@ TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 def env(tmp_path_factory: pytest.TempPathFactory) -> Any:
     requirements()
     require("kubectl (versioned binaries kubectl.1.27 ... kubectl.1.33)", bool(kubectl_binaries()))
-    e = Env(str(tmp_path_factory.mktemp("incluster")))
+    e = NetnsCluster(str(tmp_path_factory.mktemp("incluster")), nodes=1)
     try:
         e.start()
         prepare(e)
@@ -179,6 +180,8 @@ echo "secrets $(kubectl get secrets 2>&1)"
     if IN_CLUSTER_ENV_OVERRIDE:  # the container's env wins over the kubelet's service variables
         assert value(lines, "host") == f"{host}:{port}"
         assert value(lines, "service-addr") == "10.96.0.1"  # the kubelet's own, still there
+    else:
+        assert value(lines, "host") == "10.96.0.1:443"
     assert value(lines, "whoami") == SA_USER
     assert value(lines, "first") == forbidden("list", "pods", NS)
     grant_pod_reader(env)

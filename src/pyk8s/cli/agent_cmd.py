@@ -174,10 +174,10 @@ async def _agent(args: Any) -> int:
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
             runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=next(iter(args.cluster_cidr), ""),
             flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig)
-        cfg.serving_cert_file, cfg.serving_key_file, cfg.client_ca_file = _serving(args, cfg.node_name, cfg.node_ip)
         from ..kubelet.images.registries import load_registries
 
         load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start
+        cfg.serving_cert_file, cfg.serving_key_file, cfg.client_ca_file = _serving(args, cfg.node_name, cfg.node_ip)
     except ValueError as e:
         print(f"pyk8s agent: {e}", file=sys.stderr)
         return 2
