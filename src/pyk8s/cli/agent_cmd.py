@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import signal
 import socket
 import ssl
 import sys
@@ -230,14 +228,9 @@ async def _agent(args: Any) -> int:
         from .ingress_cmd import start as start_ingress
 
         ingress = await start_ingress(args.ingress_kubeconfig, args, [cfg.node_ip or default_node_ip()], "pyk8s agent")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except NotImplementedError:  # pragma: no cover
-            pass
-    await stop.wait()
+    from .signals import until_terminated
+
+    await until_terminated()
     print("pyk8s agent: stopping (pods keep running)", flush=True)
     if netpol is not None:
         await netpol.stop()  # its table stays: the pods keep running, and isolated
@@ -251,11 +244,7 @@ async def _agent(args: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import klog
+    from .main import _run
 
-    klog.setup(args.v)
     # a plain asyncio loop on purpose (no uvloop): see kubelet.agent.use_cheap_subprocesses
-    try:
-        return asyncio.run(_agent(args))
-    except KeyboardInterrupt:
-        return 0
+    return _run(_agent(args), args.v, use_uvloop=False)

@@ -3,8 +3,6 @@ of `pyk8s server`, which runs the same server itself (docs/dns.md)."""
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import sys
 from typing import Any
 
@@ -80,11 +78,9 @@ async def _main(args: Any) -> int:
         await cdns.stop()
         return 1
     print(f"pyk8s dns: listening on {args.bind_address} port {cdns.port} (UDP and TCP)", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    from .signals import until_terminated
+
+    await until_terminated()
     await cdns.stop()
     return 0
 

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from typing import Any
 
@@ -71,23 +69,14 @@ async def _main(args: Any) -> int:
     ctrl = await start(args.kubeconfig, args, args.publish_address or [default_node_ip()], "pyk8s ingress")
     if ctrl is None:
         return 1
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    from .signals import until_terminated
+
+    await until_terminated()
     await ctrl.stop()
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import klog
+    from .main import _run
 
-    klog.setup(args.v)
-    try:  # as `pyk8s server` does: uvloop where installed
-        import uvloop
-
-        uvloop.install()
-    except ImportError:  # pragma: no cover
-        pass
-    return asyncio.run(_main(args))
+    return _run(_main(args), args.v)  # as `pyk8s server`: uvloop where installed

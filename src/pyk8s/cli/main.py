@@ -205,14 +205,17 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _run(coro: Any, verbosity: int) -> int:
+def _run(coro: Any, verbosity: int, use_uvloop: bool = True) -> int:
+    """A component's main coroutine with klog set up, on uvloop where installed (or a plain asyncio loop:
+    the agent's, see kubelet.agent.use_cheap_subprocesses); Ctrl-C ends it quietly."""
     from .. import klog
 
     klog.setup(verbosity)
     try:
-        import uvloop
+        if use_uvloop:
+            import uvloop
 
-        uvloop.install()
+            uvloop.install()
     except ImportError:  # pragma: no cover
         pass
     try:
@@ -333,14 +336,9 @@ async def _server(args: Any) -> int:
     print(f"pyk8s {__version__}: Kubernetes {KUBERNETES_VERSION} API at {server.url}", flush=True)
     print(f"  kubeconfig: {kubeconfig}", flush=True)
     print(f"  try:        export KUBECONFIG={kubeconfig}; kubectl get ns", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except NotImplementedError:  # pragma: no cover
-            pass
-    await stop.wait()
+    from .signals import until_terminated
+
+    await until_terminated()
     print("pyk8s: shutting down", flush=True)
     server.begin_shutdown()  # watches end at once, as upstream's; the components still get their requests served
     for c in reversed(components):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import socket
 import sys
 from typing import Any
@@ -49,21 +47,15 @@ async def _main(args: Any) -> int:
     ctl = NetworkPolicyController(client, NetworkPolicyConfig(node_name=node, table=args.table))
     await ctl.start()
     print(f"pyk8s netpol: running for node {node} (table inet {args.table})", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    from .signals import until_terminated
+
+    await until_terminated()
     await ctl.stop()
     await client.close()
     return 0
 
 
 def run(args: Any) -> int:
-    from .. import klog
+    from .main import _run
 
-    klog.setup(args.v)
-    try:
-        return asyncio.run(_main(args))
-    except KeyboardInterrupt:
-        return 0
+    return _run(_main(args), args.v, use_uvloop=False)

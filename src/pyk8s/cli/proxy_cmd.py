@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import socket
 import sys
@@ -107,10 +106,6 @@ async def _main(args: Any) -> int:
 
 
 def run(args: Any) -> int:
-    from .. import klog
+    from .main import _run
 
-    klog.setup(args.v)
-    try:
-        return asyncio.run(_main(args))
-    except KeyboardInterrupt:
-        return 0
+    return _run(_main(args), args.v, use_uvloop=False)
