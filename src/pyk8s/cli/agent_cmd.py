@@ -69,6 +69,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--network-policy-kubeconfig", default=None, metavar="FILE",
                    help="kubeconfig the network policy controller acts with: it lists every pod, namespace and "
                         "policy, which a node's own credentials may not (default: the agent's connection)")
+    p.add_argument("--local-path-kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig the local-path clean-up acts with (system:pyk8s:local-path-cleaner): it watches "
+                        "every PersistentVolume to remove the directories of deleted local-path volumes on this node, "
+                        "which a node's own credentials may not (default: the agent's connection; docs/storage.md)")
     p.add_argument("--disable-proxy", action="store_true",
                    help="do not run the service proxy (pyk8s proxy, nftables) for this node")
     p.add_argument("--proxy-kubeconfig", default=None, metavar="FILE",
@@ -211,6 +215,16 @@ async def _agent(args: Any) -> int:
                 await np_client.close()
         else:
             netpol = await start_for_node(client, cfg.node_name)
+    from ..kubelet.local_path_cleanup import local_path_root
+    from ..kubelet.local_path_cleanup import start_for_node as start_local_path_cleaner
+
+    lp_client = client
+    if args.local_path_kubeconfig:
+        from ..client import Client
+
+        lp_client = Client.from_kubeconfig(args.local_path_kubeconfig, user_agent="local-path-cleaner/pyk8s")
+    cleaner = await start_local_path_cleaner(lp_client, cfg.node_name, local_path_root(cfg.data_dir),
+                                             owns_client=lp_client is not client)
     proxy = None
     if not args.disable_proxy:
         from ..proxy.node import start_node_proxy
@@ -234,6 +248,7 @@ async def _agent(args: Any) -> int:
     print("pyk8s agent: stopping (pods keep running)", flush=True)
     if netpol is not None:
         await netpol.stop()  # its table stays: the pods keep running, and isolated
+    await cleaner.stop()
     if ingress is not None:
         await ingress.stop()
     if proxy is not None:
