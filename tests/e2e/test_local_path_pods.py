@@ -177,3 +177,28 @@ def test_cleaner_identity_may_watch_and_patch_volumes_only(env):
     for verb, res in (("create", "persistentvolumes"), ("delete", "persistentvolumes"), ("get", "secrets"),
                       ("patch", "nodes"), ("list", "pods")):
         assert can(conf, verb, res) == "no", (verb, res)
+
+
+def test_read_write_once_pod_claim_serves_one_pod_at_a_time(env):
+    """The scheduler's VolumeRestrictions: a second pod on a ReadWriteOncePod claim waits, with upstream's
+    message, until the first is gone; then it runs on the same data."""
+    env.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "solo"},
+                "spec": {"accessModes": ["ReadWriteOncePod"], "storageClassName": "lp-now",
+                         "resources": {"requests": {"storage": "16Mi"}}}})
+    vol = [{"name": "d", "persistentVolumeClaim": {"claimName": "solo"}}]
+    mount = [{"name": "d", "mountPath": "/data"}]
+    env.create(busybox_pod("solo-1", "", volumes=vol, containers=[
+        container("c", "echo one > /data/who; sleep 3600", volumeMounts=mount)]))
+    env.wait_running("solo-1", 30)
+    env.create(busybox_pod("solo-2", "", volumes=vol, containers=[
+        container("c", "echo READ=$(cat /data/who); sleep 3600", volumeMounts=mount)]))
+    msg = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    env.wait(lambda: any(e["reason"] == "FailedScheduling" and msg in e["message"] for e in env.events("solo-2")),
+             20, "FailedScheduling for the second pod")
+    assert not env.pod("solo-2")["spec"].get("nodeName")
+    env.delete_pod("solo-1", 0)
+    env.wait_gone("solo-1")
+    assert "READ=one" in env.wait_log("solo-2", "c", lambda ls: "READ=one" in ls, 60)
+    env.delete_pod("solo-2", 0)
+    env.wait_gone("solo-2")
+    env.api("DELETE", "/api/v1/namespaces/default/persistentvolumeclaims/solo")
