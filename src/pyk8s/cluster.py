@@ -196,7 +196,11 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         started.append(await _start_local_proxy(server, args))
     if not getattr(args, "disable_agent", False) and "network-policy" not in disabled:
         started += await start_network_policy(server)
-    if not getattr(args, "disable_agent", False) and not {"local-path-cleaner", "local-storage"} & disabled:
+    import os
+
+    # as the local kubelet: it runs only as root (no node, no volumes on it otherwise)
+    if not getattr(args, "disable_agent", False) and not {"local-path-cleaner", "local-storage"} & disabled \
+            and os.geteuid() == 0:
         started.append(await start_local_path_cleaner(server, args))
     if "dns" not in disabled:
         from .dns.embedded import EmbeddedDNS

@@ -44,3 +44,23 @@ def test_only_deleted_unbound_volumes_of_this_node():
     assert not wants_cleanup({**pv, "status": {"phase": "Bound"}}, "n1")
     assert not wants_cleanup({**pv, "metadata": {**pv["metadata"], "finalizers": ["other"]}}, "n1")
     assert not wants_cleanup({**pv, "metadata": {"finalizers": pv["metadata"]["finalizers"]}}, "n1")
+
+
+def test_agent_refuses_an_unreadable_local_path_kubeconfig(tmp_path):
+    """`pyk8s agent --local-path-kubeconfig` that cannot be read: a clear error and exit 2, before any pod runs."""
+    import subprocess
+    import sys
+    import types
+
+    from pyk8s.apiserver.certs import ensure_pki
+    from tests.cluster import client_kubeconfig
+
+    ensure_pki(tmp_path / "server")  # a node's kubeconfig from a CA of its own: the agent never gets to use it
+    node = client_kubeconfig(types.SimpleNamespace(data_dir=str(tmp_path / "server"), url="https://127.0.0.1:9"),
+                             "system:node:n1", ["system:nodes"], "kubelet")  # type: ignore[arg-type]
+    missing = tmp_path / "missing.conf"
+    r = subprocess.run([sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", node, "--data-dir",
+                        str(tmp_path / "d"), "--local-path-kubeconfig", str(missing)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("pyk8s agent: --local-path-kubeconfig: ") and "missing.conf" in r.stderr, r.stderr

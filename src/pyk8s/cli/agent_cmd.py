@@ -192,6 +192,15 @@ async def _agent(args: Any) -> int:
         except (OSError, ValueError) as e:
             print(f"pyk8s agent: --proxy-kubeconfig: {e}", file=sys.stderr)
             return 2
+    lp_own = None
+    if args.local_path_kubeconfig:
+        from ..client import Client
+
+        try:
+            lp_own = Client.from_kubeconfig(args.local_path_kubeconfig, user_agent="local-path-cleaner/pyk8s")
+        except (OSError, ValueError) as e:
+            print(f"pyk8s agent: --local-path-kubeconfig: {e}", file=sys.stderr)
+            return 2
     use_cheap_subprocesses()
     client = _client(args)
     kl = Kubelet(client, cfg)
@@ -218,13 +227,9 @@ async def _agent(args: Any) -> int:
     from ..kubelet.local_path_cleanup import local_path_root
     from ..kubelet.local_path_cleanup import start_for_node as start_local_path_cleaner
 
-    lp_client = client
-    if args.local_path_kubeconfig:
-        from ..client import Client
-
-        lp_client = Client.from_kubeconfig(args.local_path_kubeconfig, user_agent="local-path-cleaner/pyk8s")
+    lp_client = lp_own or client
     cleaner = await start_local_path_cleaner(lp_client, cfg.node_name, local_path_root(cfg.data_dir),
-                                             owns_client=lp_client is not client)
+                                             owns_client=lp_own is not None)
     proxy = None
     if not args.disable_proxy:
         from ..proxy.node import start_node_proxy
