@@ -129,6 +129,19 @@ async def start_network_policy(server: Any) -> list[Any]:
     return [ctl]
 
 
+async def start_local_path_cleaner(server: Any, args: Any) -> Any:
+    """The local node's half of the local-path clean-up, on the server's loop with its own identity
+    (system:pyk8s:local-path-cleaner: a node may not watch PVs), over the in-process kubelet's root."""
+    import os
+    import socket
+
+    from .kubelet.local_path_cleanup import CLEANER_USER, local_path_root, start_for_node
+
+    client = component_client(server, CLEANER_USER, [], "local-path-cleaner/pyk8s")
+    data_dir = os.path.join(getattr(args, "data_dir", None) or server.config.data_dir, "agent")
+    return await start_for_node(client, socket.gethostname().lower(), local_path_root(data_dir), owns_client=True)
+
+
 def server_controllers(disabled: set[str]) -> list[str]:
     """kube-controller-manager's controllers plus the local-path provisioner unless `--disable local-storage`."""
     from .controllers.manager import KNOWN, SERVER_ONLY
@@ -183,6 +196,12 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         started.append(await _start_local_proxy(server, args))
     if not getattr(args, "disable_agent", False) and "network-policy" not in disabled:
         started += await start_network_policy(server)
+    import os
+
+    # as the local kubelet: it runs only as root (no node, no volumes on it otherwise)
+    if not getattr(args, "disable_agent", False) and not {"local-path-cleaner", "local-storage"} & disabled \
+            and os.geteuid() == 0:
+        started.append(await start_local_path_cleaner(server, args))
     if "dns" not in disabled:
         from .dns.embedded import EmbeddedDNS
 

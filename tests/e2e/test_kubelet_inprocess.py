@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from tests.cluster import Cluster
-from tests.e2e.kubelet_harness import Env, busybox_pod, force_cleanup, import_images, requirements
+from tests.e2e.kubelet_harness import Env, busybox_pod, container, force_cleanup, import_images, requirements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(90)]
 
@@ -82,6 +82,7 @@ def test_server_runs_a_kubelet(tmp_path):
         env.wait_log("inproc", "c", lambda ls: "in-process kubelet" in ls)
         for version in ("1.27", "1.33"):  # SPDY and WebSocket v5 attach through the API server
             _kubectl_run_it_rm(env, version)
+        _local_path_claim_cleaned_up(env)
     finally:
         env.stop()
 
@@ -116,3 +117,24 @@ def _kubectl_run_it_rm(env: InProcess, version: str) -> None:
     finally:
         term.close()
     env.wait_gone(name, 30)
+
+
+def _local_path_claim_cleaned_up(env: InProcess) -> None:
+    """The server's node removes a deleted local-path volume's directory (its cleaner runs in the server with
+    its own identity, kubelet/local_path_cleanup.py): default class, claim, pod writes, both deleted."""
+    root = env.node_obj()["metadata"]["annotations"]["storage.pyk8s.io/local-path-root"]
+    assert root == os.path.join(os.path.abspath(env.data), "storage")
+    env.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "lp"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16Mi"}}}})
+    env.create(busybox_pod("lp-writer", "", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "lp"}}],
+                           containers=[container("c", "echo x > /data/f && echo WROTE; sleep 3600",
+                                                 volumeMounts=[{"name": "d", "mountPath": "/data"}])]))
+    env.wait_log("lp-writer", "c", lambda ls: "WROTE" in ls, 30)
+    pv = env.get("/api/v1/namespaces/default/persistentvolumeclaims/lp")["spec"]["volumeName"]
+    path = os.path.join(root, f"{pv}_default_lp")
+    assert open(os.path.join(path, "f")).read() == "x\n"
+    env.delete_pod("lp-writer", 0)
+    env.wait_gone("lp-writer")
+    env.api("DELETE", "/api/v1/namespaces/default/persistentvolumeclaims/lp")
+    env.wait(lambda: env.get(f"/api/v1/persistentvolumes/{pv}") is None, 30, "PV gone")
+    assert not os.path.lexists(path)

@@ -198,6 +198,36 @@ def test_nodes_act_as_themselves_and_cannot_reroute_another_node(multi: Multi) -
     assert logs == f"hello from {pod['metadata']['name']}\n"
 
 
+def test_a_node_removes_its_deleted_local_path_volumes_with_its_own_identity(multi: Multi) -> None:
+    """A dev-cluster node's agent acts as system:node:<name> (it may not watch PVs) and cleans its local-path
+    volumes with local-path.conf (system:pyk8s:local-path-cleaner): a default-class claim used by a pod on the
+    third node, both deleted, leaves neither the PV nor its directory on that node."""
+    n = multi.nodes[2]
+    conf = os.path.join(multi.dc.node_dir(n), "pki", "local-path.conf")
+    assert os.stat(conf).st_mode & 0o077 == 0
+    root = (multi.node(n.name) or {})["metadata"]["annotations"]["storage.pyk8s.io/local-path-root"]
+    assert root == os.path.join(os.path.abspath(multi.dc.node_dir(n)), "storage")
+    multi.api.create_namespaced_persistent_volume_claim("default", {
+        "metadata": {"name": "lp"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                             "resources": {"requests": {"storage": "16Mi"}}}})
+    multi.api.create_namespaced_pod("default", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lp-writer"},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": n.name}, "terminationGracePeriodSeconds": 1,
+                 "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "lp"}}],
+                 "containers": [{"name": "c", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
+                                 "command": ["sh", "-c", "echo x > /data/f; sleep 3600"],
+                                 "volumeMounts": [{"name": "d", "mountPath": "/data"}]}]}})
+    pod = wait(lambda: multi._pod_in("lp-writer", ("Running",)), 60, "lp-writer Running")
+    assert pod["spec"]["nodeName"] == n.name
+    pv = multi.api.read_namespaced_persistent_volume_claim("lp", "default").spec.volume_name
+    path = os.path.join(root, f"{pv}_default_lp")
+    wait(lambda: os.path.exists(os.path.join(path, "f")), 20, "data written")
+    multi.api.delete_namespaced_pod("lp-writer", "default", grace_period_seconds=0)
+    multi.api.delete_namespaced_persistent_volume_claim("lp", "default")
+    wait(lambda: pv not in {v.metadata.name for v in multi.api.list_persistent_volume().items}, 60, "PV gone")
+    assert not os.path.lexists(path)
+
+
 def test_a_second_cluster_by_the_same_name_is_refused_and_takes_nothing_down(multi: Multi, tmp_path: Any) -> None:
     from pyk8s.devcluster import TopologyError
 

@@ -325,7 +325,7 @@ def test_wait_for_first_consumer_then_local_path_provisioning(api, ns, cluster):
     core(api).delete_namespaced_persistent_volume_claim("wffc", ns)
     v = wait_for(lambda: (x := volume(api, f"pvc-{uid}")).metadata.deletion_timestamp and x, what="PV deleting")
     assert "storage.pyk8s.io/local-path-cleanup" in v.metadata.finalizers
-    # the node reports the directory gone by removing its finalizer
+    # no kubelet behind this Node object: play its local-path cleaner (kubelet/local_path_cleanup.py)
     core(api).patch_persistent_volume(f"pvc-{uid}", {"metadata": {"finalizers": None}})
     wait_for(lambda: gone(lambda: volume(api, f"pvc-{uid}")), what="PV gone")
 

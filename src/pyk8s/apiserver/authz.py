@@ -849,6 +849,17 @@ def _cluster_roles() -> list[dict[str, Any]]:
                 _rule(READ, [core], ["pods", "namespaces"]),
             ],
         ),
+        # the nodes' local-path clean-up (kubelet/local_path_cleanup.py): it watches every PV (a node may
+        # get only its pods' PVs) and removes its finalizer once the directory is gone; RBAC cannot narrow
+        # a patch to one field, so it may patch PVs but neither create nor delete them
+        _cluster_role(
+            "system:pyk8s:local-path-cleaner",
+            [
+                _rule(READ, [core], ["persistentvolumes"]),
+                _rule(["patch", "update"], [core], ["persistentvolumes"]),
+                _events_rule(),
+            ],
+        ),
         _cluster_role(
             "system:node-problem-detector",
             [
@@ -995,6 +1006,8 @@ def _cluster_role_bindings() -> list[dict[str, Any]]:
         # the network policy controllers' identity (cluster.py, `pyk8s agent --network-policy-kubeconfig`);
         # not the nodes': v1.33's Node authorizer lets a kubelet list only its own pods
         _crb("system:pyk8s:network-policy", [_subj("User", "system:pyk8s:network-policy")]),
+        # the nodes' local-path clean-up (cluster.py, `pyk8s agent --local-path-kubeconfig`)
+        _crb("system:pyk8s:local-path-cleaner", [_subj("User", "system:pyk8s:local-path-cleaner")]),
         _crb("system:kube-scheduler", [_subj("User", "system:kube-scheduler")]),
         _crb("system:volume-scheduler", [_subj("User", "system:kube-scheduler")]),
         # kept without subjects since the Node authorizer replaced it (1.7); nodes get their

@@ -69,6 +69,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--network-policy-kubeconfig", default=None, metavar="FILE",
                    help="kubeconfig the network policy controller acts with: it lists every pod, namespace and "
                         "policy, which a node's own credentials may not (default: the agent's connection)")
+    p.add_argument("--local-path-kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig the local-path clean-up acts with (system:pyk8s:local-path-cleaner): it watches "
+                        "every PersistentVolume to remove the directories of deleted local-path volumes on this node, "
+                        "which a node's own credentials may not (default: the agent's connection; docs/storage.md)")
     p.add_argument("--disable-proxy", action="store_true",
                    help="do not run the service proxy (pyk8s proxy, nftables) for this node")
     p.add_argument("--proxy-kubeconfig", default=None, metavar="FILE",
@@ -188,6 +192,15 @@ async def _agent(args: Any) -> int:
         except (OSError, ValueError) as e:
             print(f"pyk8s agent: --proxy-kubeconfig: {e}", file=sys.stderr)
             return 2
+    lp_own = None
+    if args.local_path_kubeconfig:
+        from ..client import Client
+
+        try:
+            lp_own = Client.from_kubeconfig(args.local_path_kubeconfig, user_agent="local-path-cleaner/pyk8s")
+        except (OSError, ValueError) as e:
+            print(f"pyk8s agent: --local-path-kubeconfig: {e}", file=sys.stderr)
+            return 2
     use_cheap_subprocesses()
     client = _client(args)
     kl = Kubelet(client, cfg)
@@ -211,6 +224,12 @@ async def _agent(args: Any) -> int:
                 await np_client.close()
         else:
             netpol = await start_for_node(client, cfg.node_name)
+    from ..kubelet.local_path_cleanup import local_path_root
+    from ..kubelet.local_path_cleanup import start_for_node as start_local_path_cleaner
+
+    lp_client = lp_own or client
+    cleaner = await start_local_path_cleaner(lp_client, cfg.node_name, local_path_root(cfg.data_dir),
+                                             owns_client=lp_own is not None)
     proxy = None
     if not args.disable_proxy:
         from ..proxy.node import start_node_proxy
@@ -234,6 +253,7 @@ async def _agent(args: Any) -> int:
     print("pyk8s agent: stopping (pods keep running)", flush=True)
     if netpol is not None:
         await netpol.stop()  # its table stays: the pods keep running, and isolated
+    await cleaner.stop()
     if ingress is not None:
         await ingress.stop()
     if proxy is not None:

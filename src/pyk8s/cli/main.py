@@ -112,8 +112,9 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--disable", action="append", default=[],
                    help="components not to run: scheduler, controller-manager, ingress, network-policy, dns, proxy "
                         "(the local node's service proxy and the built-in load balancer), servicelb (the load "
-                        "balancer only), local-storage (the local-path provisioner and its default StorageClass; "
-                        "docs/storage.md) (repeatable)")
+                        "balancer only), local-storage (the local-path provisioner and its default StorageClass, and "
+                        "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
+                        "volumes' directories; docs/storage.md) (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)

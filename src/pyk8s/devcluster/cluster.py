@@ -188,6 +188,7 @@ class DevCluster:
                         "--tls-cert-file", creds.serving_cert, "--tls-private-key-file", creds.serving_key,
                         "--client-ca-file", creds.client_ca, "--flannel-kubeconfig", creds.flannel_kubeconfig,
                         "--network-policy-kubeconfig", creds.network_policy_kubeconfig,
+                        "--local-path-kubeconfig", creds.local_path_kubeconfig,
                         "--node-name", node.name, "--node-ip", node.ip, "--data-dir", self.node_dir(node),
                         "--runc-root", self.runc_root(node), "--cni-bridge", "cni0",
                         "--cluster-cidr", o.cluster_cidr, "--flannel-backend", o.flannel_backend,

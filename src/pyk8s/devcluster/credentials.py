@@ -39,6 +39,7 @@ class FileCA:
 
 FLANNEL_USER = "system:flannel"
 NETWORK_POLICY_USER = "system:pyk8s:network-policy"  # the server's bootstrap policy binds its ClusterRole to it
+LOCAL_PATH_USER = "system:pyk8s:local-path-cleaner"  # likewise
 
 
 @dataclass
@@ -49,6 +50,7 @@ class NodeCredentials:
     client_ca: str
     flannel_kubeconfig: str
     network_policy_kubeconfig: str
+    local_path_kubeconfig: str
 
 
 def node_credentials(pki_dir: str, server_url: str, node_name: str, node_ip: str, out_dir: str) -> NodeCredentials:
@@ -60,11 +62,13 @@ def node_credentials(pki_dir: str, server_url: str, node_name: str, node_ip: str
     cert, key = issue_client_cert(ca, f"system:node:{node_name}", ["system:nodes"])
     creds = NodeCredentials(os.path.join(out_dir, "kubelet.conf"), os.path.join(out_dir, "kubelet-serving.crt"),
                             os.path.join(out_dir, "kubelet-serving.key"), ca.ca_cert_path,
-                            os.path.join(out_dir, "flannel.conf"), os.path.join(out_dir, "network-policy.conf"))
+                            os.path.join(out_dir, "flannel.conf"), os.path.join(out_dir, "network-policy.conf"),
+                            os.path.join(out_dir, "local-path.conf"))
     write_kubeconfig(creds.kubeconfig, server_url, ca_pem, cert, key, user=f"system:node:{node_name}")
     # the node's network components act as themselves: they read every Node, pod and policy, which a node
     # identity may not (flannel's own, bound to the flannel ClusterRole, is its DaemonSet's service account upstream)
-    for path, user in ((creds.flannel_kubeconfig, FLANNEL_USER), (creds.network_policy_kubeconfig, NETWORK_POLICY_USER)):
+    for path, user in ((creds.flannel_kubeconfig, FLANNEL_USER), (creds.network_policy_kubeconfig, NETWORK_POLICY_USER),
+                       (creds.local_path_kubeconfig, LOCAL_PATH_USER)):
         ucert, ukey = issue_client_cert(ca, user)
         write_kubeconfig(path, server_url, ca_pem, ucert, ukey, user=user)
     scert, skey = issue_serving_cert(ca, node_name, [node_name, node_ip])

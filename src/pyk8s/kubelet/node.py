@@ -24,6 +24,7 @@ from ..api.errors import StatusError
 from ..api.quantity import BINARY_SI, DECIMAL_SI, Quantity, parse_quantity
 from ..api.timefmt import format_micro_time, format_time
 from ..client import Client, EventRecorder
+from .local_path_cleanup import ROOT_ANNOTATION, local_path_root
 
 log = logging.getLogger("pyk8s.kubelet.node")
 
@@ -204,7 +205,9 @@ class NodeManager:
         body: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": self.name, "labels": {**self.default_labels(), **self.labels},
-                         "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+                         "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                                         # where the local-path provisioner puts this node's volumes
+                                         ROOT_ANNOTATION: local_path_root(self.root)}},
             "spec": {"taints": [*self.taints, {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]},
         }
         if self.pod_cidr:
@@ -223,8 +226,11 @@ class NodeManager:
                     self.node = await self.client.get(NODES, self.name)
                     want = {**self.default_labels(), **self.labels}
                     have = self.node["metadata"].get("labels") or {}
-                    if any(have.get(k) != v for k, v in want.items()):
-                        self.node = await self.client.patch(NODES, self.name, {"metadata": {"labels": want}})
+                    root = local_path_root(self.root)
+                    if any(have.get(k) != v for k, v in want.items()) or (
+                            (self.node["metadata"].get("annotations") or {}).get(ROOT_ANNOTATION) != root):
+                        self.node = await self.client.patch(NODES, self.name, {"metadata": {
+                            "labels": want, "annotations": {ROOT_ANNOTATION: root}}})
                 break
             except StatusError as e:
                 if time.monotonic() > deadline:

@@ -36,10 +36,10 @@ def test_default_profile_matches_v133_defaults():
     pts = _points(default_profile())
     assert pts["preEnqueue"] == ["SchedulingGates"]
     assert pts["queueSort"] == ["PrioritySort"]
-    assert pts["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeBinding", "VolumeZone",
-                                "PodTopologySpread", "InterPodAffinity"]
+    assert pts["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding",
+                                "VolumeZone", "PodTopologySpread", "InterPodAffinity"]
     assert pts["filter"] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                             "NodeResourcesFit", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+                             "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding", "VolumeZone", "PodTopologySpread",
                              "InterPodAffinity"]
     assert pts["postFilter"] == ["DefaultPreemption"]
     assert pts["reserve"] == ["VolumeBinding"]
@@ -95,7 +95,7 @@ def test_multiple_profiles_and_errors():
     with pytest.raises(ValueError, match="apiVersion"):
         parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1beta3"})
     # upstream plugins not implemented here are accepted and dropped
-    build_profiles({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "VolumeRestrictions"}]}}}]}, Handle())
+    build_profiles({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "NodeVolumeLimits"}]}}}]}, Handle())
 
 
 @pytest.mark.parametrize("pct,n,want", [

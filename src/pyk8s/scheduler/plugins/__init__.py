@@ -18,6 +18,7 @@ from .queue_sort import PrioritySort
 from .scheduling_gates import SchedulingGates
 from .taint_toleration import TaintToleration
 from .volume_binding import VolumeBinding
+from .volume_restrictions import VolumeRestrictions
 from .volume_zone import VolumeZone
 
 REGISTRY: dict[str, type[Plugin]] = {
@@ -31,6 +32,7 @@ REGISTRY: dict[str, type[Plugin]] = {
         NodeAffinity,
         NodePorts,
         NodeResourcesFit,
+        VolumeRestrictions,
         VolumeBinding,
         VolumeZone,
         PodTopologySpread,
@@ -45,6 +47,6 @@ REGISTRY: dict[str, type[Plugin]] = {
 # Upstream default plugins this package does not implement yet. They only act on pods with
 # volumes of particular kinds (or DRA claims), so configurations naming them are accepted
 # and the names are dropped.
-NOT_IMPLEMENTED = frozenset({"VolumeRestrictions", "NodeVolumeLimits", "DynamicResources"})
+NOT_IMPLEMENTED = frozenset({"NodeVolumeLimits", "DynamicResources"})
 
 __all__ = ["REGISTRY", "NOT_IMPLEMENTED"] + [c.__name__ for c in REGISTRY.values()]
