@@ -265,7 +265,7 @@ class Env:
 
     def delete_all_pods(self, timeout: float = 60) -> None:
         orphan = {"propagationPolicy": "Orphan"}  # the owners go first, so nothing re-creates the pods
-        for kind in ("deployments", "replicasets"):
+        for kind in ("deployments", "replicasets", "statefulsets", "daemonsets"):
             for d in self.get(f"/apis/apps/v1/{kind}")["items"]:
                 md = d["metadata"]
                 raw_request(self.cluster, "DELETE", f"/apis/apps/v1/namespaces/{md['namespace']}/{kind}/{md['name']}",

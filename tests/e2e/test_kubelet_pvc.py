@@ -173,3 +173,46 @@ def test_statefulset_ordinals_keep_their_own_pre_provisioned_volumes(env, tmp_pa
         env.api("DELETE", "/apis/apps/v1/namespaces/default/statefulsets/web")
         for i in range(3):
             env.delete_pod(f"web-{i}", 0)
+
+
+def test_statefulset_ordinals_keep_their_own_provisioned_volumes(env):
+    """Issue 19's StatefulSet: volumeClaimTemplates with no class get the default `local-path` class, each
+    claim is provisioned on the pod's node (WaitForFirstConsumer) and bound, and every ordinal finds its
+    own data again after scale 3 -> 1 -> 3; deleting the claims afterwards removes the volumes."""
+    script = ('[ -f /data/owner ] || echo "$HOSTNAME" > /data/owner; echo "OWNER=$(cat /data/owner)"; '
+              "echo started >> /data/starts; echo \"STARTS=$(wc -l < /data/starts)\"; sleep 3600")
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+           "spec": {"replicas": 3, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                    "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [container("c", script, volumeMounts=[{"name": "data", "mountPath": "/data"}])]}},
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}
+    env.api("POST", "/apis/apps/v1/namespaces/default/statefulsets", sts)
+    claims = [f"data-db-{i}" for i in range(3)]
+    try:
+        for i in range(3):
+            env.wait_log(f"db-{i}", "c", lambda ls, i=i: f"OWNER=db-{i}" in ls, 90)
+        for c in claims:
+            pvc = env.get(f"/api/v1/namespaces/default/persistentvolumeclaims/{c}")
+            assert pvc["spec"]["storageClassName"] == "local-path" and pvc["status"]["phase"] == "Bound"
+            pv = env.get(f"/api/v1/persistentvolumes/{pvc['spec']['volumeName']}")
+            assert pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == "pyk8s.io/local-path"
+        scale = "/apis/apps/v1/namespaces/default/statefulsets/db"
+        env.api("PATCH", scale, {"spec": {"replicas": 1}}, MERGE)
+        env.wait_gone("db-2")
+        env.wait_gone("db-1")
+        env.api("PATCH", scale, {"spec": {"replicas": 3}}, MERGE)
+        for i in (1, 2):  # its own volume again: the owner it wrote, a second start recorded there
+            env.wait_log(f"db-{i}", "c", lambda ls, i=i: f"OWNER=db-{i}" in ls and "STARTS=2" in ls, 90)
+    finally:
+        env.api("DELETE", "/apis/apps/v1/namespaces/default/statefulsets/db")
+        for i in range(3):
+            env.delete_pod(f"db-{i}", 0)
+        for i in range(3):
+            env.wait_gone(f"db-{i}")
+    volumes = [env.get(f"/api/v1/namespaces/default/persistentvolumeclaims/{c}")["spec"]["volumeName"] for c in claims]
+    for c in claims:
+        env.api("DELETE", f"/api/v1/namespaces/default/persistentvolumeclaims/{c}")
+    env.wait(lambda: all(env.get(f"/api/v1/persistentvolumes/{v}") is None for v in volumes), 60,
+             "the provisioned volumes deleted with their claims")
