@@ -127,13 +127,14 @@ def test_wait_for_first_consumer_binds_a_static_pv_on_the_pods_node(env, tmp_pat
     env.api("PATCH", "/api/v1/persistentvolumes/pv-wffc/status", {"status": {"phase": "Available"}}, MERGE)
     make_pvc(env, "wffc", "wffc-e2e")
     env.create(busybox_pod("consumer", "echo UP; sleep 3600", volumes=claim_vol("wffc")))
-    # The scheduler reserves the PV for the claim and waits for the binding (the PV controller's job).
+    # The scheduler reserves the PV for the claim (claimRef) and waits until the PV controller has bound
+    # both before it binds the pod (the pod cannot start on an unbound claim either way)
     ref = env.wait(lambda: (env.get("/api/v1/persistentvolumes/pv-wffc")["spec"].get("claimRef")), 20, "claimRef")
     assert ref["name"] == "wffc" and ref["namespace"] == "default" and ref["uid"]
-    assert not env.pod("consumer")["spec"].get("nodeName")  # not bound before its volumes are
-    bind(env, "wffc", "pv-wffc")
     env.wait_log("consumer", "c", lambda ls: "UP" in ls, 40)
     assert env.pod("consumer")["spec"]["nodeName"] == env.node
+    pvc = env.get("/api/v1/namespaces/default/persistentvolumeclaims/wffc")
+    assert pvc["status"]["phase"] == "Bound" and pvc["spec"]["volumeName"] == "pv-wffc"
     env.delete_pod("consumer", 0)
 
 
