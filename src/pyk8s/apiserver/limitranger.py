@@ -6,8 +6,9 @@ init containers leave unset, noted in the `kubernetes.io/limit-ranger` annotatio
 pod (create) or claim (create and update) is checked against each item's min, max and
 maxLimitRequestRatio, per Container, per Pod (the pod's effective requests and limits) and per
 PersistentVolumeClaim (its storage request). Violations refuse the request with 403 and all
-messages, as upstream aggregates them. Pod updates are not judged: upstream's SupportsAttributes
-leaves them out (containers' resources change only through /resize, a subresource).
+messages, as upstream aggregates them. Pod updates are not judged (a pod's resources are immutable
+there). Upstream v1.33 also judges in-place resizes (pods/resize); this server does not serve that
+subresource yet, so whoever adds it must add its check here.
 
 LimitRanges come from the watch cache (one dict lookup per create where the namespace has none).
 """
@@ -29,7 +30,8 @@ _Resources = dict[str, Quantity]
 
 
 def _supported(res: Resource, op: str, ctx: RequestContext) -> str:
-    """'pod', 'pvc' or '' for what LimitRanger judges, as upstream's SupportsAttributes."""
+    """'pod', 'pvc' or '' for what LimitRanger judges, as upstream's SupportsAttributes: pod creates,
+    claims' creates and updates."""
     if ctx.subresource or not res.namespaced or res.group:
         return ""
     if res.resource == "pods":
@@ -297,6 +299,6 @@ async def validate(rest: RestStorage, res: Resource, op: str, obj: dict[str, Any
     ranges = await _limit_ranges(rest, md.get("namespace"))
     if not ranges:
         return
-    msg = aggregate(_pod_errors(ranges, obj) if what == "pod" else _pvc_errors(ranges, obj))
+    msg = aggregate(_pvc_errors(ranges, obj) if what == "pvc" else _pod_errors(ranges, obj))
     if msg:
         raise E.new_forbidden(res.resource, md.get("name") or "", msg)
