@@ -85,4 +85,12 @@ def policy_from_labels(labels: dict[str, Any] | None, defaults: Policy) -> tuple
                 errs.append(FieldError(f"metadata.labels[{vkey}]", "Invalid", v, str(e)))
                 lv = replace(lv, minor=None)
         p = replace(p, **{mode: lv})
+    # as upstream: a namespace that sets enforce but not warn is warned at its enforce level where that is
+    # stricter, so workload resources (judged by warn and audit only) tell of pods enforce will refuse
+    if LABEL_PREFIX + "enforce" in labels and LABEL_PREFIX + "warn" not in labels \
+            and LEVELS.index(p.enforce.level) > LEVELS.index(p.warn.level):
+        warn = replace(p.warn, level=p.enforce.level)
+        if LABEL_PREFIX + "warn-version" not in labels:
+            warn = replace(warn, minor=p.enforce.minor)
+        p = replace(p, warn=warn)
     return p, errs
