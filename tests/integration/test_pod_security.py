@@ -149,6 +149,10 @@ BASELINE_CASES = [
     ({"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"},
                                       {"name": "net.ipv4.tcp_syncookies", "value": "1"}]}},
      "forbidden sysctls (kernel.msgmax)"),
+    ({"hostUsers": False, "c": {"securityContext": {"procMount": "Unmasked"}}},
+     'procMount (container "c" must not set securityContext.procMount to "Unmasked")'),
+    ({"c": {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}}},
+     'forbidden AppArmor profile (containers["c"].securityContext.appArmorProfile.type="Unconfined")'),
 ]
 
 
@@ -188,6 +192,15 @@ def test_restricted_checks(c: Cluster, patch: dict[str, Any], reason: str, basel
     assert _violation(c, "restricted", _with(patch)) == f'violates PodSecurity "restricted:latest": {reason}'
     r = _create(c, "baseline", _with(patch), "--dry-run=server")
     assert (r.returncode == 0) == baseline_ok, r.stderr  # baseline allows what only restricted forbids
+
+
+def test_host_process(c: Cluster) -> None:
+    pod = _with({"os": {"name": "windows"}, "hostNetwork": True, "securityContext": {
+        "seccompProfile": None, "windowsOptions": {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+        "c": {"securityContext": {"allowPrivilegeEscalation": None, "capabilities": None}}})
+    assert _violation(c, "baseline", pod) == (
+        'violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), hostProcess (pod must not set '
+        "securityContext.windowsOptions.hostProcess=true)")
 
 
 def test_compliant_pod_passes_and_default_pod_lists_every_reason(c: Cluster) -> None:
@@ -410,3 +423,22 @@ def test_bad_configuration_refused_at_start(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=60, cwd=str(REPO))
     assert r.returncode == 1
     assert "defaults.warn: Invalid value: 'Baseline': must be one of privileged, baseline, restricted" in r.stderr
+
+
+def test_plugins_can_be_disabled(tmp_path: Path) -> None:
+    """`--disable-admission-plugins=PodSecurity,LimitRanger`: labels and LimitRanges then do nothing."""
+    cl = Cluster(str(tmp_path / "d"), ["--disable", "controller-manager", "--disable", "scheduler", "--disable", "dns",
+                                       "--disable-admission-plugins=PodSecurity,LimitRanger"]).start()
+    try:
+        cl.kubectl("create", "ns", "off")
+        cl.kubectl("create", "sa", "default", "-n", "off")
+        cl.kubectl("label", "ns", "off", P + "enforce=restricted")
+        cl.kubectl("create", "-n", "off", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"},
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": "100m"}}]}}))
+        r = _create(cl, "off", _with({**PRIV, "hostPID": True}, "free"), "-o", "json")
+        assert r.returncode == 0, r.stderr
+        assert "Warning" not in r.stderr
+        assert json.loads(r.stdout)["spec"]["containers"][0].get("resources") in (None, {})
+    finally:
+        cl.stop()

@@ -147,8 +147,8 @@ def check_privileged(meta: Meta, spec: Spec, v: int) -> Result:
 
 
 def check_proc_mount(meta: Meta, spec: Spec, v: int) -> Result:
-    if spec.get("hostUsers") is False:  # a user namespace makes an unmasked /proc harmless (upstream since v1.30)
-        return None
+    # (upstream relaxes this for hostUsers=false pods only behind the alpha UserNamespacesPodSecurityStandards
+    # gate, off by default: not here)
     bad: list[str] = []
     kinds: set[str] = set()
     for c in _containers(spec):
