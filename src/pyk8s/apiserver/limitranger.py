@@ -26,6 +26,7 @@ __all__ = ["admit", "validate", "LIMIT_RANGER_ANNOTATION"]
 
 LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
 _MAX_MILLI = (1 << 63) // 1000  # upstream's resource.MaxMilliValue
+_MAX_MILLI_NANOS = _MAX_MILLI * 1_000_000_000  # (the largest quantity whose Value() is at most that)
 _Resources = dict[str, Quantity]
 
 
@@ -55,6 +56,33 @@ async def _limit_ranges(rest: RestStorage, ns: str | None) -> list[dict[str, Any
 
 def _items(lr: dict[str, Any]) -> list[dict[str, Any]]:
     return [i for i in ((lr.get("spec") or {}).get("limits") or []) if isinstance(i, dict)]
+
+
+class _Item:
+    """One LimitRange item with its quantities parsed."""
+
+    __slots__ = ("type", "min", "max", "ratio")
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self.type = item.get("type")
+        self.min = _resources(item.get("min"))
+        self.max = _resources(item.get("max"))
+        self.ratio = _resources(item.get("maxLimitRequestRatio"))
+
+
+# parsed items by (uid, resourceVersion): each LimitRange's quantities are parsed once, not per request
+_COMPILED: dict[tuple[str, str], list[_Item]] = {}
+
+
+def _compiled(lr: dict[str, Any]) -> list[_Item]:
+    md = lr.get("metadata") or {}
+    key = (str(md.get("uid")), str(md.get("resourceVersion")))
+    got = _COMPILED.get(key)
+    if got is None:
+        if len(_COMPILED) > 1024:
+            _COMPILED.clear()
+        got = _COMPILED[key] = [_Item(i) for i in _items(lr)]
+    return got
 
 
 def _qty(v: Any) -> Quantity | None:
@@ -133,13 +161,17 @@ async def admit(rest: RestStorage, res: Resource, op: str, obj: dict[str, Any],
 
 # ---- constraints (validating) ---------------------------------------------------------------------
 
+def _ceil_div(n: int, d: int) -> int:
+    return -(-n // d)
+
+
 def _values(req: Quantity | None, lim: Quantity | None, enforced: Quantity) -> tuple[int, int, int]:
-    """upstream's requestLimitEnforcedValues: milli-units where none would overflow, else units."""
-    zero = Quantity()
-    r, li, e = (req or zero).value(), (lim or zero).value(), enforced.value()
-    if r <= _MAX_MILLI and li <= _MAX_MILLI and e <= _MAX_MILLI:
-        return (req or zero).milli_value(), (lim or zero).milli_value(), enforced.milli_value()
-    return r, li, e
+    """upstream's requestLimitEnforcedValues: milli-units where none would overflow, else units (each
+    rounded up, as Value/MilliValue do)."""
+    r, li, e = (req.nanos if req else 0), (lim.nanos if lim else 0), enforced.nanos
+    if max(r, li, e) <= _MAX_MILLI_NANOS:
+        return _ceil_div(r, 1_000_000), _ceil_div(li, 1_000_000), _ceil_div(e, 1_000_000)
+    return _ceil_div(r, 1_000_000_000), _ceil_div(li, 1_000_000_000), _ceil_div(e, 1_000_000_000)
 
 
 def _min(kind: str, name: str, enforced: Quantity, requests: _Resources, limits: _Resources) -> str | None:
@@ -197,12 +229,12 @@ def _ratio(kind: str, name: str, enforced: Quantity, requests: _Resources, limit
     return None
 
 
-def _check(kind: str, item: dict[str, Any], requests: _Resources, limits: _Resources, errs: list[str]) -> None:
-    for name, q in _resources(item.get("min")).items():
+def _check(kind: str, item: _Item, requests: _Resources, limits: _Resources, errs: list[str]) -> None:
+    for name, q in item.min.items():
         errs.append(_min(kind, name, q, requests, limits) or "")
-    for name, q in _resources(item.get("max")).items():
+    for name, q in item.max.items():
         errs.append(_max(kind, name, q, requests, limits) or "")
-    for name, q in _resources(item.get("maxLimitRequestRatio")).items():
+    for name, q in item.ratio.items():
         errs.append(_ratio(kind, name, q, requests, limits) or "")
 
 
@@ -251,8 +283,8 @@ def _pod_errors(ranges: list[dict[str, Any]], pod: dict[str, Any]) -> list[str]:
     spec = pod.get("spec") or {}
     errs: list[str] = []
     for lr in ranges:
-        for item in _items(lr):
-            kind = item.get("type")
+        for item in _compiled(lr):
+            kind = item.type
             if kind == "Container":
                 for key in ("containers", "initContainers"):
                     for c in spec.get(key) or []:
@@ -268,12 +300,12 @@ def _pvc_errors(ranges: list[dict[str, Any]], pvc: dict[str, Any]) -> list[str]:
     requests = _resources(((pvc.get("spec") or {}).get("resources") or {}).get("requests"))
     errs: list[str] = []
     for lr in ranges:
-        for item in _items(lr):
-            if item.get("type") != "PersistentVolumeClaim":
+        for item in _compiled(lr):
+            if item.type != "PersistentVolumeClaim":
                 continue
-            for name, q in _resources(item.get("min")).items():
+            for name, q in item.min.items():
                 errs.append(_min("PersistentVolumeClaim", name, q, requests, {}) or "")
-            for name, q in _resources(item.get("max")).items():
+            for name, q in item.max.items():
                 errs.append(_max_request("PersistentVolumeClaim", name, q, requests) or "")
     return errs
 
