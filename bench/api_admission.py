@@ -15,6 +15,8 @@ import asyncio
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -39,6 +41,12 @@ def pod(name: str) -> bytes:
                                       "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]}})
 
 
+async def _creator(pool: Any, url_pods: str, bodies: Iterator[bytes]) -> None:
+    for b in bodies:
+        status, reply = await pool.request("POST", url_pods, b, "application/json", 60)
+        assert status == 201, reply
+
+
 async def run(url: str, ssl_ctx: object, server_pid: int) -> None:
     from pyk8s.client.http1 import ConnectionPool
 
@@ -61,15 +69,9 @@ async def run(url: str, ssl_ctx: object, server_pid: int) -> None:
     for start in range(0, N_PODS, ROUND):
         for ns in ("plain", "guarded") if (start // ROUND) % 2 == 0 else ("guarded", "plain"):
             bodies = iter([pod(f"p{i:05d}") for i in range(start, min(start + ROUND, N_PODS))])
-            url_pods = f"/api/v1/namespaces/{ns}/pods"
-
-            async def creator() -> None:
-                for b in bodies:
-                    status, reply = await pool.request("POST", url_pods, b, ct, 60)
-                    assert status == 201, reply
-
             c0, t0 = tree_cpu_seconds(server_pid), time.perf_counter()
-            await asyncio.gather(*(creator() for _ in range(CONCURRENCY)))
+            await asyncio.gather(*(_creator(pool, f"/api/v1/namespaces/{ns}/pods", bodies)
+                                   for _ in range(CONCURRENCY)))
             wall[ns] += time.perf_counter() - t0
             cpu[ns] += tree_cpu_seconds(server_pid) - c0
     # the guarded pods really went through both plug-ins
