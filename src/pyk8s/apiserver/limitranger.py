@@ -248,20 +248,20 @@ def _add(into: _Resources, more: _Resources) -> None:
         into[k] = into[k] + v if k in into else v
 
 
-def _pod_totals(spec: dict[str, Any], which: int) -> _Resources:
+def _pod_totals(spec: dict[str, Any], parsed: dict[int, tuple[_Resources, _Resources]], which: int) -> _Resources:
     """The pod's effective requests (which=0) or limits (1), as upstream's PodRequests/PodLimits:
     the containers' sum, raised to any init container's (sidecars, restartPolicy Always, run
     alongside what starts after them), plus the pod's overhead."""
     total: _Resources = {}
     for c in spec.get("containers") or []:
         if isinstance(c, dict):
-            _add(total, _container_resources(c)[which])
+            _add(total, parsed[id(c)][which])
     sidecars: _Resources = {}
     init_max: _Resources = {}
     for c in spec.get("initContainers") or []:
         if not isinstance(c, dict):
             continue
-        own = _container_resources(c)[which]
+        own = parsed[id(c)][which]
         if c.get("restartPolicy") == "Always":
             _add(sidecars, own)
             step = dict(sidecars)
@@ -281,18 +281,18 @@ def _pod_totals(spec: dict[str, Any], which: int) -> _Resources:
 
 def _pod_errors(ranges: list[dict[str, Any]], pod: dict[str, Any]) -> list[str]:
     spec = pod.get("spec") or {}
+    ctrs = [c for key in ("containers", "initContainers") for c in spec.get(key) or [] if isinstance(c, dict)]
+    parsed = {id(c): _container_resources(c) for c in ctrs}  # each container's quantities parsed once
     errs: list[str] = []
     for lr in ranges:
         for item in _compiled(lr):
             kind = item.type
             if kind == "Container":
-                for key in ("containers", "initContainers"):
-                    for c in spec.get(key) or []:
-                        if isinstance(c, dict):
-                            req, lim = _container_resources(c)
-                            _check("Container", item, req, lim, errs)
+                for c in ctrs:
+                    req, lim = parsed[id(c)]
+                    _check("Container", item, req, lim, errs)
             elif kind == "Pod":
-                _check("Pod", item, _pod_totals(spec, 0), _pod_totals(spec, 1), errs)
+                _check("Pod", item, _pod_totals(spec, parsed, 0), _pod_totals(spec, parsed, 1), errs)
     return errs
 
 

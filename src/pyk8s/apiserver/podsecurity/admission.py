@@ -90,6 +90,7 @@ def significant_pod_update(new: dict[str, Any], old: dict[str, Any]) -> bool:
 class PodSecurity:
     def __init__(self, cfg: PodSecurityConfig) -> None:
         self.cfg = cfg
+        self._policies: dict[tuple[str, str], Policy] = {}
 
     def _user(self, ctx: RequestContext) -> str:
         return getattr(ctx.user, "name", "") or ""
@@ -98,8 +99,14 @@ class PodSecurity:
         ns_res = rest.registry.get("", "v1", "namespaces")
         assert ns_res is not None
         nsobj = await rest.get_current(ns_res, None, ns, consistent=False)
-        labels = ((nsobj or {}).get("metadata") or {}).get("labels") or {}
-        policy, _ = policy_from_labels(labels, self.cfg.defaults)
+        md = (nsobj or {}).get("metadata") or {}
+        key = (ns, str(md.get("resourceVersion")))  # labels parse once per namespace write, not per pod
+        policy = self._policies.get(key)
+        if policy is None:
+            if len(self._policies) > 4096:
+                self._policies.clear()
+            policy, _ = policy_from_labels(md.get("labels") or {}, self.cfg.defaults)
+            self._policies[key] = policy
         return policy
 
     def _exempt(self, ns: str, ctx: RequestContext, runtime_class: Any) -> str:

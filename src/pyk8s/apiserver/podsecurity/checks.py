@@ -18,7 +18,8 @@ __all__ = ["Check", "CHECKS", "checks_for", "evaluate"]
 Meta = dict[str, Any]
 Spec = dict[str, Any]
 Result = tuple[str, str] | None
-CheckFn = Callable[[Meta, Spec, int], Result]
+Containers = list[dict[str, Any]]
+CheckFn = Callable[[Meta, Spec, int, Containers], Result]
 
 
 def _d(v: Any) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def _apparmor_ok(t: Any) -> bool:
     return t in ("RuntimeDefault", "Localhost")
 
 
-def check_apparmor(meta: Meta, spec: Spec, v: int) -> Result:
+def check_apparmor(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     bad: list[str] = []
     for k, val in sorted(_d(meta.get("annotations")).items()):
         if k.startswith(_APPARMOR_PREFIX) and not (val == "runtime/default" or str(val).startswith("localhost/")):
@@ -79,7 +80,7 @@ def check_apparmor(meta: Meta, spec: Spec, v: int) -> Result:
     prof = _d(_psc(spec).get("appArmorProfile"))
     if prof and not _apparmor_ok(prof.get("type")):
         bad.append(f"securityContext.appArmorProfile.type={_quote(str(prof.get('type', '')))}")
-    for c in _containers(spec):
+    for c in ctrs:
         prof = _d(_d(_sc(c)).get("appArmorProfile"))
         if prof and not _apparmor_ok(prof.get("type")):
             bad.append(f"containers[{_quote(c.get('name', ''))}].securityContext.appArmorProfile.type="
@@ -97,10 +98,10 @@ def _caps(c: dict[str, Any], which: str) -> list[str]:
     return [str(x) for x in _d(_d(_sc(c)).get("capabilities")).get(which) or []]
 
 
-def check_capabilities_baseline(meta: Meta, spec: Spec, v: int) -> Result:
+def check_capabilities_baseline(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     bad: list[str] = []
     caps: set[str] = set()
-    for c in _containers(spec):
+    for c in ctrs:
         extra = [x for x in _caps(c, "add") if x not in _BASELINE_CAPS]
         if extra:
             bad.append(c.get("name", ""))
@@ -112,12 +113,12 @@ def check_capabilities_baseline(meta: Meta, spec: Spec, v: int) -> Result:
     return None
 
 
-def check_host_namespaces(meta: Meta, spec: Spec, v: int) -> Result:
+def check_host_namespaces(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     used = [f"{k}=true" for k in ("hostNetwork", "hostPID", "hostIPC") if spec.get(k) is True]
     return ("host namespaces", ", ".join(used)) if used else None
 
 
-def check_host_path_volumes(meta: Meta, spec: Spec, v: int) -> Result:
+def check_host_path_volumes(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     names = [vol.get("name", "") for vol in spec.get("volumes") or [] if isinstance(vol, dict) and "hostPath" in vol
              and vol["hostPath"] is not None]
     if names:
@@ -125,10 +126,10 @@ def check_host_path_volumes(meta: Meta, spec: Spec, v: int) -> Result:
     return None
 
 
-def check_host_ports(meta: Meta, spec: Spec, v: int) -> Result:
+def check_host_ports(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     bad: list[str] = []
     ports: set[str] = set()
-    for c in _containers(spec):
+    for c in ctrs:
         used = [str(p.get("hostPort")) for p in c.get("ports") or [] if isinstance(p, dict) and p.get("hostPort")]
         if used:
             bad.append(c.get("name", ""))
@@ -139,19 +140,19 @@ def check_host_ports(meta: Meta, spec: Spec, v: int) -> Result:
     return None
 
 
-def check_privileged(meta: Meta, spec: Spec, v: int) -> Result:
-    bad = [c.get("name", "") for c in _containers(spec) if _d(_sc(c)).get("privileged") is True]
+def check_privileged(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
+    bad = [c.get("name", "") for c in ctrs if _d(_sc(c)).get("privileged") is True]
     if bad:
         return "privileged", f"{_containers_phrase(bad)} must not set securityContext.privileged=true"
     return None
 
 
-def check_proc_mount(meta: Meta, spec: Spec, v: int) -> Result:
+def check_proc_mount(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     # (upstream relaxes this for hostUsers=false pods only behind the alpha UserNamespacesPodSecurityStandards
     # gate, off by default: not here)
     bad: list[str] = []
     kinds: set[str] = set()
-    for c in _containers(spec):
+    for c in ctrs:
         pm = _d(_sc(c)).get("procMount")
         if pm is not None and pm != "Default":
             bad.append(c.get("name", ""))
@@ -164,7 +165,7 @@ def check_proc_mount(meta: Meta, spec: Spec, v: int) -> Result:
 _SELINUX_TYPES = frozenset(("", "container_t", "container_init_t", "container_kvm_t"))
 
 
-def check_selinux(meta: Meta, spec: Spec, v: int) -> Result:
+def check_selinux(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     allowed = _SELINUX_TYPES | ({"container_engine_t"} if v >= 31 else set())
     bad_types: set[str] = set()
     flags = {"user": False, "role": False}
@@ -184,7 +185,7 @@ def check_selinux(meta: Meta, spec: Spec, v: int) -> Result:
     psel = _psc(spec).get("seLinuxOptions")
     if isinstance(psel, dict) and not valid(psel):
         setters.append("pod")
-    bad = [c.get("name", "") for c in _containers(spec)
+    bad = [c.get("name", "") for c in ctrs
            if isinstance(_d(_sc(c)).get("seLinuxOptions"), dict) and not valid(_d(_sc(c))["seLinuxOptions"])]
     if bad:
         setters.append(_containers_phrase(bad))
@@ -205,13 +206,13 @@ def _seccomp_type(sc: dict[str, Any] | None) -> str | None:
     return str(_d(prof).get("type", "")) if isinstance(prof, dict) else None
 
 
-def check_seccomp_baseline(meta: Meta, spec: Spec, v: int) -> Result:
+def check_seccomp_baseline(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     setters: list[str] = []
     values: set[str] = set()
     if _seccomp_type(_psc(spec)) == "Unconfined":
         setters.append("pod")
         values.add("Unconfined")
-    bad = [c.get("name", "") for c in _containers(spec) if _seccomp_type(_sc(c)) == "Unconfined"]
+    bad = [c.get("name", "") for c in ctrs if _seccomp_type(_sc(c)) == "Unconfined"]
     if bad:
         setters.append(_containers_phrase(bad))
         values.add("Unconfined")
@@ -228,18 +229,18 @@ _SYSCTLS = {0: ("kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.i
                  "net.ipv4.tcp_keepalive_probes")}
 
 
-def check_sysctls(meta: Meta, spec: Spec, v: int) -> Result:
+def check_sysctls(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     allowed = {s for since, names in _SYSCTLS.items() if v >= since for s in names}
     bad = [str(s.get("name", "")) for s in _psc(spec).get("sysctls") or []
            if isinstance(s, dict) and s.get("name") not in allowed]
     return ("forbidden sysctls", ", ".join(bad)) if bad else None
 
 
-def check_host_process(meta: Meta, spec: Spec, v: int) -> Result:
+def check_host_process(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     setters: list[str] = []
     if _d(_psc(spec).get("windowsOptions")).get("hostProcess") is True:
         setters.append("pod")
-    bad = [c.get("name", "") for c in _containers(spec) if _d(_d(_sc(c)).get("windowsOptions")).get("hostProcess") is True]
+    bad = [c.get("name", "") for c in ctrs if _d(_d(_sc(c)).get("windowsOptions")).get("hostProcess") is True]
     if bad:
         setters.append(_containers_phrase(bad))
     if setters:
@@ -249,23 +250,23 @@ def check_host_process(meta: Meta, spec: Spec, v: int) -> Result:
 
 # ---- restricted ---------------------------------------------------------------------------------
 
-def check_allow_privilege_escalation(meta: Meta, spec: Spec, v: int) -> Result:
+def check_allow_privilege_escalation(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     if v >= 25 and _windows(spec):
         return None
-    bad = [c.get("name", "") for c in _containers(spec) if _d(_sc(c)).get("allowPrivilegeEscalation") is not False]
+    bad = [c.get("name", "") for c in ctrs if _d(_sc(c)).get("allowPrivilegeEscalation") is not False]
     if bad:
         return ("allowPrivilegeEscalation != false",
                 f"{_containers_phrase(bad)} must set securityContext.allowPrivilegeEscalation=false")
     return None
 
 
-def check_capabilities_restricted(meta: Meta, spec: Spec, v: int) -> Result:
+def check_capabilities_restricted(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     if v >= 25 and _windows(spec):
         return None
     missing_drop: list[str] = []
     adding: list[str] = []
     caps: set[str] = set()
-    for c in _containers(spec):
+    for c in ctrs:
         if "ALL" not in _caps(c, "drop"):
             missing_drop.append(c.get("name", ""))
         extra = [x for x in _caps(c, "add") if x != "NET_BIND_SERVICE"]
@@ -290,7 +291,7 @@ _RESTRICTED_VOLUMES = ("gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "
                        "image")
 
 
-def check_restricted_volumes(meta: Meta, spec: Spec, v: int) -> Result:
+def check_restricted_volumes(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     bad: list[str] = []
     kinds: set[str] = set()
     for vol in spec.get("volumes") or []:
@@ -313,7 +314,7 @@ def check_restricted_volumes(meta: Meta, spec: Spec, v: int) -> Result:
     return None
 
 
-def check_run_as_non_root(meta: Meta, spec: Spec, v: int) -> Result:
+def check_run_as_non_root(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     setters: list[str] = []
     pod_ok = False
     pv = _psc(spec).get("runAsNonRoot")
@@ -324,7 +325,7 @@ def check_run_as_non_root(meta: Meta, spec: Spec, v: int) -> Result:
             pod_ok = True
     explicit: list[str] = []
     implicit: list[str] = []
-    for c in _containers(spec):
+    for c in ctrs:
         cv = _d(_sc(c)).get("runAsNonRoot")
         if cv is not None:
             if cv is not True:
@@ -340,11 +341,11 @@ def check_run_as_non_root(meta: Meta, spec: Spec, v: int) -> Result:
     return None
 
 
-def check_run_as_user(meta: Meta, spec: Spec, v: int) -> Result:
+def check_run_as_user(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     setters: list[str] = []
     if _psc(spec).get("runAsUser") == 0 and _psc(spec).get("runAsUser") is not False:
         setters.append("pod")
-    bad = [c.get("name", "") for c in _containers(spec)
+    bad = [c.get("name", "") for c in ctrs
            if _d(_sc(c)).get("runAsUser") == 0 and _d(_sc(c)).get("runAsUser") is not False]
     if bad:
         setters.append(_containers_phrase(bad))
@@ -353,7 +354,7 @@ def check_run_as_user(meta: Meta, spec: Spec, v: int) -> Result:
     return None
 
 
-def check_seccomp_restricted(meta: Meta, spec: Spec, v: int) -> Result:
+def check_seccomp_restricted(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
     if v >= 25 and _windows(spec):
         return None
     setters: list[str] = []
@@ -367,7 +368,7 @@ def check_seccomp_restricted(meta: Meta, spec: Spec, v: int) -> Result:
     explicit: list[str] = []
     types: list[str] = []
     implicit: list[str] = []
-    for c in _containers(spec):
+    for c in ctrs:
         ct = _seccomp_type(_sc(c))
         if ct is not None:
             if ct not in ("RuntimeDefault", "Localhost"):
@@ -436,8 +437,9 @@ def evaluate(level: str, minor: int, meta: Meta, spec: Spec) -> list[tuple[str, 
     if checks is None:
         checks = _CACHE[(level, minor)] = checks_for(level, minor)
     out: list[tuple[str, str]] = []
+    ctrs = list(_containers(spec))  # (every check visits them: listed once)
     for c in checks:
-        r = c.fn(meta, spec, minor)
+        r = c.fn(meta, spec, minor, ctrs)
         if r is not None:
             out.append(r)
     return out
