@@ -56,7 +56,7 @@ NAMESPACES = {
     "v122": {P + "enforce": "restricted", P + "enforce-version": "v1.22"},
     "v124": {P + "enforce": "restricted", P + "enforce-version": "v1.24"},
     "warnonly": {P + "warn": "restricted", P + "audit": "restricted"},
-    "exempt-ns": {P + "enforce": "restricted"},
+    "exempt-ns": {},
     "plain": {},
     "relabel": {},
 }
@@ -318,9 +318,14 @@ def test_workload_resources_warn_but_are_not_refused(c: Cluster) -> None:
     r = c.kubectl("create", "-n", "baseline", "-f", "-", input=json.dumps(job), check=False)
     assert r.returncode == 0
     assert r.stderr.strip() == 'Warning: would violate PodSecurity "baseline:latest": host namespaces (hostPID=true)'
-    # an update that leaves the template alone says nothing again
+    # every update of a workload is judged again, as upstream's ValidatePodController
     r = c.kubectl("label", "cronjob", "cj", "-n", "baseline", "x=y")
-    assert "Warning" not in r.stderr
+    assert r.stderr.strip() == 'Warning: would violate PodSecurity "baseline:latest": host namespaces (hostPID=true)'
+    # warn, unset, follows a stricter enforce: its level and its version
+    r = c.kubectl("create", "-n", "v122", "-f", "-", input=json.dumps(job), check=False)
+    assert r.returncode == 0
+    assert r.stderr.startswith('Warning: would violate PodSecurity "restricted:v1.22": host namespaces (hostPID=true), '
+                               'allowPrivilegeEscalation != false (container "c" must set')
 
 
 def test_namespace_labels_are_validated(c: Cluster) -> None:
@@ -381,9 +386,9 @@ def test_ephemeral_container_is_judged(c: Cluster) -> None:
 def test_exemptions(c: Cluster) -> None:
     priv = _with(PRIV, "ex")
     # an exempt namespace: labelling it says so; its pods pass
-    r = c.kubectl("label", "--overwrite", "ns", "exempt-ns", P + "enforce=baseline")
-    assert r.stderr.strip() == ('Warning: namespace "exempt-ns" is exempt from Pod Security, and the policy will not '
-                                "be enforced")
+    r = c.kubectl("label", "--overwrite", "ns", "exempt-ns", P + "enforce=baseline", P + "audit=restricted")
+    assert r.stderr.strip() == ('Warning: namespace "exempt-ns" is exempt from Pod Security, and the policy '
+                                "(enforce=baseline:latest, audit=restricted:latest) will be ignored")
     assert _create(c, "exempt-ns", priv).returncode == 0
     assert _wait_audit(c, "ex")["annotations"][P + "exempt"] == "namespace"
     # an exempt user

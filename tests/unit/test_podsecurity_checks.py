@@ -59,11 +59,19 @@ def test_labels_parse_strictly_and_fail_closed() -> None:
     p, errs = policy_from_labels({P + "enforce": "RESTRICTED", P + "enforce-version": "v1.22"}, Policy())
     assert [(e.path, e.value, e.detail) for e in errs] == [
         (f"metadata.labels[{P}enforce]", "RESTRICTED", "must be one of privileged, baseline, restricted")]
-    assert p.enforce == LevelVersion("restricted", 22)  # an unreadable level evaluates as restricted
+    assert p.enforce == LevelVersion("restricted", 22)  # an unreadable enforce level evaluates as restricted
+    assert p.warn == LevelVersion()  # (and sets no warn level)
+    p, errs = policy_from_labels({P + "audit": "Restricted", P + "warn": "x", P + "warn-version": "v1.01"}, Policy())
+    assert [e.path for e in errs] == [f"metadata.labels[{P}audit]", f"metadata.labels[{P}warn]",
+                                      f"metadata.labels[{P}warn-version]"]
+    assert p == Policy()  # unreadable audit and warn levels are privileged, an unreadable version latest
     p, errs = policy_from_labels({P + "enforce": "baseline", P + "enforce-version": "v1.25"}, Policy())
     assert not errs and str(p.enforce) == "baseline:v1.25" and str(p.warn) == "baseline:v1.25"
     p, _ = policy_from_labels({P + "enforce": "baseline", P + "warn": "privileged"}, Policy())
     assert str(p.warn) == "privileged:latest"
+    p, _ = policy_from_labels({P + "enforce": "baseline", P + "enforce-version": "v1.22", P + "warn-version": "latest"},
+                              Policy())
+    assert str(p.warn) == "baseline:latest"
 
 
 def test_metadata_only_updates_are_not_judged() -> None:

@@ -43,6 +43,11 @@ class Policy:
     def fully_privileged(self) -> bool:
         return all(lv.level == "privileged" for lv in (self.enforce, self.audit, self.warn))
 
+    def equivalent(self, other: Policy) -> bool:
+        """Alike in effect: privileged at any version is privileged."""
+        return all(a == b or a.level == b.level == "privileged"
+                   for a, b in ((self.enforce, other.enforce), (self.audit, other.audit), (self.warn, other.warn)))
+
 
 def parse_level(value: str) -> str:
     if value not in LEVELS:
@@ -60,12 +65,16 @@ def parse_version(value: str) -> int | None:
 
 
 def policy_from_labels(labels: dict[str, Any] | None, defaults: Policy) -> tuple[Policy, list[FieldError]]:
-    """The policy the labels choose over the defaults, and the labels' errors (as upstream's
-    PolicyToEvaluate: an invalid level evaluates as restricted, an invalid version as latest,
-    so a bad label fails closed)."""
+    """The policy the labels choose over the defaults, and the labels' errors, as upstream's
+    PolicyToEvaluate: an unreadable enforce level evaluates as restricted (fail closed), an unreadable
+    audit or warn level as privileged, an unreadable version as latest. A namespace that sets a valid
+    enforce level but no warn level is warned at the enforce level where that is stricter (and at its
+    version, unless warn-version is set), so workload resources, judged by warn and audit only, tell
+    of pods enforce will refuse."""
     p = defaults
     errs: list[FieldError] = []
     labels = labels or {}
+    enforce_set = False
     for mode in MODES:
         lv: LevelVersion = getattr(p, mode)
         key = LABEL_PREFIX + mode
@@ -73,9 +82,10 @@ def policy_from_labels(labels: dict[str, Any] | None, defaults: Policy) -> tuple
             v = str(labels[key])
             try:
                 lv = replace(lv, level=parse_level(v))
+                enforce_set = enforce_set or mode == "enforce"
             except ValueError as e:
                 errs.append(FieldError(f"metadata.labels[{key}]", "Invalid", v, str(e)))
-                lv = replace(lv, level="restricted")
+                lv = replace(lv, level="restricted" if mode == "enforce" else "privileged")
         vkey = key + "-version"
         if vkey in labels:
             v = str(labels[vkey])
@@ -85,9 +95,7 @@ def policy_from_labels(labels: dict[str, Any] | None, defaults: Policy) -> tuple
                 errs.append(FieldError(f"metadata.labels[{vkey}]", "Invalid", v, str(e)))
                 lv = replace(lv, minor=None)
         p = replace(p, **{mode: lv})
-    # as upstream: a namespace that sets enforce but not warn is warned at its enforce level where that is
-    # stricter, so workload resources (judged by warn and audit only) tell of pods enforce will refuse
-    if LABEL_PREFIX + "enforce" in labels and LABEL_PREFIX + "warn" not in labels \
+    if enforce_set and LABEL_PREFIX + "warn" not in labels \
             and LEVELS.index(p.enforce.level) > LEVELS.index(p.warn.level):
         warn = replace(p.warn, level=p.enforce.level)
         if LABEL_PREFIX + "warn-version" not in labels:
