@@ -141,7 +141,8 @@ BASELINE_CASES = [
     ({"c": {"ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81, "hostPort": 80}]}},
      'hostPort (container "c" uses hostPorts 80, 8080)'),
     ({"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}}},
-     'forbidden AppArmor profile (container.apparmor.security.beta.kubernetes.io/c="unconfined")'),
+     'forbidden AppArmor profile (annotations must not set AppArmor profile type to '
+     '"container.apparmor.security.beta.kubernetes.io/c="unconfined"")'),
     ({"securityContext": {"seLinuxOptions": {"type": "spc_t", "user": "root"}}},
      'seLinuxOptions (pod set forbidden securityContext.seLinuxOptions: type "spc_t"; user may not be set)'),
     ({"securityContext": {"seccompProfile": {"type": "Unconfined"}}},
@@ -152,7 +153,7 @@ BASELINE_CASES = [
     ({"hostUsers": False, "c": {"securityContext": {"procMount": "Unmasked"}}},
      'procMount (container "c" must not set securityContext.procMount to "Unmasked")'),
     ({"c": {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}}},
-     'forbidden AppArmor profile (containers["c"].securityContext.appArmorProfile.type="Unconfined")'),
+     'forbidden AppArmor profile (container "c" must not set AppArmor profile type to "Unconfined")'),
 ]
 
 

@@ -82,3 +82,22 @@ def test_metadata_only_updates_are_not_judged() -> None:
     debug = {"metadata": {}, "spec": {"containers": [{"name": "c", "image": "a"}],
                                       "ephemeralContainers": [{"name": "d", "image": "x"}]}}
     assert significant_pod_update(debug, old)
+
+
+def test_apparmor_annotations_and_fields() -> None:
+    """upstream's TestAppArmorProfile: empty, runtime/default and localhost/ values pass; the rest are listed."""
+    ann = {"container.apparmor.security.beta.kubernetes.io/" + k: v
+           for k, v in (("", "bogus"), ("a", ""), ("b", "runtime/default"), ("c", "localhost/"), ("e", "unconfined"))}
+    spec = {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}, "containers": []}
+    assert evaluate("baseline", 33, {"annotations": ann}, spec) == [(
+        "forbidden AppArmor profiles",
+        'pod and annotations must not set AppArmor profile type to "Unconfined", '
+        '"container.apparmor.security.beta.kubernetes.io/="bogus"", '
+        '"container.apparmor.security.beta.kubernetes.io/e="unconfined""')]
+
+
+def test_seccomp_restricted_reports_what_is_set_wrong_first() -> None:
+    spec = {"securityContext": {"seccompProfile": {"type": "Unconfined"}},
+            "containers": [{"name": "a"}, {"name": "b", "securityContext": {"seccompProfile": {"type": "Unconfined"}}}]}
+    assert evaluate("restricted", 33, {}, spec)[-1] == (
+        "seccompProfile", 'pod and container "b" must not set securityContext.seccompProfile.type to "Unconfined"')

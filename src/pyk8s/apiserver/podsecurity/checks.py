@@ -52,7 +52,8 @@ def _quote(s: str) -> str:
 
 
 def _join_quote(items: list[str]) -> str:
-    return ", ".join(_quote(i) for i in items)
+    """upstream's joinQuote: each item in plain double quotes (nothing escaped)."""
+    return ", ".join(f'"{i}"' for i in items)
 
 
 def _containers_phrase(names: list[str]) -> str:
@@ -73,20 +74,32 @@ def _apparmor_ok(t: Any) -> bool:
 
 
 def check_apparmor(meta: Meta, spec: Spec, v: int, ctrs: Containers) -> Result:
+    setters: list[str] = []
+    values: set[str] = set()
+    ptype = _d(_psc(spec).get("appArmorProfile")).get("type")
+    if ptype is not None and not _apparmor_ok(ptype):
+        setters.append("pod")
+        values.add(str(ptype))
     bad: list[str] = []
-    for k, val in sorted(_d(meta.get("annotations")).items()):
-        if k.startswith(_APPARMOR_PREFIX) and not (val == "runtime/default" or str(val).startswith("localhost/")):
-            bad.append(f"{k}={_quote(str(val))}")
-    prof = _d(_psc(spec).get("appArmorProfile"))
-    if prof and not _apparmor_ok(prof.get("type")):
-        bad.append(f"securityContext.appArmorProfile.type={_quote(str(prof.get('type', '')))}")
     for c in ctrs:
-        prof = _d(_d(_sc(c)).get("appArmorProfile"))
-        if prof and not _apparmor_ok(prof.get("type")):
-            bad.append(f"containers[{_quote(c.get('name', ''))}].securityContext.appArmorProfile.type="
-                       f"{_quote(str(prof.get('type', '')))}")
+        ctype = _d(_d(_sc(c)).get("appArmorProfile")).get("type")
+        if ctype is not None and not _apparmor_ok(ctype):
+            bad.append(c.get("name", ""))
+            values.add(str(ctype))
     if bad:
-        return _plural("forbidden AppArmor profile", "forbidden AppArmor profiles", len(bad)), ", ".join(bad)
+        setters.append(_containers_phrase(bad))
+    annotated = False
+    for k, val in _d(meta.get("annotations")).items():
+        val = str(val)
+        # (an empty value is the runtime's default, as upstream reads it)
+        if k.startswith(_APPARMOR_PREFIX) and val not in ("", "runtime/default") and not val.startswith("localhost/"):
+            annotated = True
+            values.add(f"{k}={_quote(val)}")
+    if annotated:
+        setters.append("annotations")
+    if setters:
+        return (_plural("forbidden AppArmor profile", "forbidden AppArmor profiles", len(values)),
+                f"{' and '.join(setters)} must not set AppArmor profile type to {_join_quote(sorted(values))}")
     return None
 
 
@@ -358,31 +371,35 @@ def check_seccomp_restricted(meta: Meta, spec: Spec, v: int, ctrs: Containers) -
     if v >= 25 and _windows(spec):
         return None
     setters: list[str] = []
+    values: set[str] = set()
     pod_set = False
     pt = _seccomp_type(_psc(spec))
     if pt is not None:
         if pt not in ("RuntimeDefault", "Localhost"):
-            setters.append(f"pod must not set securityContext.seccompProfile.type to {_quote(pt)}")
+            setters.append("pod")
+            values.add(pt)
         else:
             pod_set = True
     explicit: list[str] = []
-    types: list[str] = []
     implicit: list[str] = []
     for c in ctrs:
         ct = _seccomp_type(_sc(c))
         if ct is not None:
             if ct not in ("RuntimeDefault", "Localhost"):
                 explicit.append(c.get("name", ""))
-                types.append(ct)
+                values.add(ct)
         elif not pod_set:
             implicit.append(c.get("name", ""))
     if explicit:
-        setters.append(f"{_containers_phrase(explicit)} must not set securityContext.seccompProfile.type to "
-                       f"{_join_quote(types)}")
+        setters.append(_containers_phrase(explicit))
+    # what is set wrong is reported first; what is left unset only once nothing is set wrong
+    if setters:
+        return ("seccompProfile", f"{' and '.join(setters)} must not set securityContext.seccompProfile.type to "
+                                  f"{_join_quote(sorted(values))}")
     if implicit:
-        setters.append(f"pod or {_containers_phrase(implicit)} must set securityContext.seccompProfile.type to "
-                       '"RuntimeDefault" or "Localhost"')
-    return ("seccompProfile", "; ".join(setters)) if setters else None
+        return ("seccompProfile", f"pod or {_containers_phrase(implicit)} must set securityContext.seccompProfile.type "
+                                  'to "RuntimeDefault" or "Localhost"')
+    return None
 
 
 # ---- the registry -------------------------------------------------------------------------------
