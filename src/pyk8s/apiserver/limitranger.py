@@ -251,7 +251,7 @@ def _add(into: _Resources, more: _Resources) -> None:
 def _pod_totals(spec: dict[str, Any], parsed: dict[int, tuple[_Resources, _Resources]], which: int) -> _Resources:
     """The pod's effective requests (which=0) or limits (1), as upstream's PodRequests/PodLimits:
     the containers' sum, raised to any init container's (sidecars, restartPolicy Always, run
-    alongside what starts after them), plus the pod's overhead."""
+    alongside what starts after them); the pod's overhead is not counted, as upstream leaves it out."""
     total: _Resources = {}
     for c in spec.get("containers") or []:
         if isinstance(c, dict):
@@ -275,7 +275,6 @@ def _pod_totals(spec: dict[str, Any], parsed: dict[int, tuple[_Resources, _Resou
     for k, v in init_max.items():
         if k not in total or v > total[k]:
             total[k] = v
-    _add(total, _resources(spec.get("overhead")))
     return total
 
 
