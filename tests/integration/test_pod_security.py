@@ -137,7 +137,7 @@ BASELINE_CASES = [
     ({"c": {"securityContext": {"capabilities": {"add": ["SYS_TIME", "CHOWN", "NET_ADMIN"]}}}},
      'non-default capabilities (container "c" must not include "NET_ADMIN", "SYS_TIME" in '
      "securityContext.capabilities.add)"),
-    ({"volumes": [{"name": "h", "hostPath": {"path": "/etc"}}]}, 'hostPath volumes (hostPath volume "h")'),
+    ({"volumes": [{"name": "h", "hostPath": {"path": "/etc"}}]}, 'hostPath volumes (volume "h")'),
     ({"c": {"ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81, "hostPort": 80}]}},
      'hostPort (container "c" uses hostPorts 80, 8080)'),
     ({"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}}},

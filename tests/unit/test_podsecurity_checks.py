@@ -33,7 +33,7 @@ def test_a_second_volume_source_is_no_cover() -> None:
                             "containers": []}
     assert ("restricted volume types", 'volume "v" uses restricted volume type "hostPath"') in \
         evaluate("restricted", 33, {}, spec)
-    assert evaluate("baseline", 33, {}, spec) == [("hostPath volumes", 'hostPath volume "v"')]
+    assert evaluate("baseline", 33, {}, spec) == [("hostPath volumes", 'volume "v"')]
 
 
 def test_windows_pods_and_sysctls_by_version() -> None:

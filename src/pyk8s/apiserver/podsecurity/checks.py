@@ -135,7 +135,7 @@ def check_host_path_volumes(meta: Meta, spec: Spec, v: int, ctrs: Containers) ->
     names = [vol.get("name", "") for vol in spec.get("volumes") or [] if isinstance(vol, dict) and "hostPath" in vol
              and vol["hostPath"] is not None]
     if names:
-        return "hostPath volumes", f"{_plural('hostPath volume', 'hostPath volumes', len(names))} {_join_quote(names)}"
+        return "hostPath volumes", f"{_plural('volume', 'volumes', len(names))} {_join_quote(names)}"
     return None
 
 
