@@ -448,3 +448,21 @@ def test_plugins_can_be_disabled(tmp_path: Path) -> None:
         assert json.loads(r.stdout)["spec"]["containers"][0].get("resources") in (None, {})
     finally:
         cl.stop()
+
+
+def test_api_workers_get_the_configuration(tmp_path: Path) -> None:
+    """`--api-workers 2`: each worker process admits with the same configuration file (defaults here)."""
+    (tmp_path / "admission.yaml").write_text(CONFIG)
+    (tmp_path / "podsecurity.yaml").write_text(PS_CONFIG.replace("warn: baseline", "enforce: baseline"))
+    cl = Cluster(str(tmp_path / "d"), ["--disable", "controller-manager", "--disable", "scheduler", "--disable", "dns",
+                                       "--admission-control-config-file", str(tmp_path / "admission.yaml")],
+                 datastore="sqlite-workers").start()
+    try:
+        cl.kubectl("create", "sa", "default", "-n", "default")
+        # each kubectl is a new connection: the kernel spreads them over the processes
+        for i in range(6):
+            r = _create(cl, "default", _with(PRIV, f"w{i}"))
+            assert r.returncode == 1, r.stdout
+            assert 'violates PodSecurity "baseline:latest": privileged' in r.stderr
+    finally:
+        cl.stop()
