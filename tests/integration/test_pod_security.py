@@ -466,3 +466,14 @@ def test_api_workers_get_the_configuration(tmp_path: Path) -> None:
             assert 'violates PodSecurity "baseline:latest": privileged' in r.stderr
     finally:
         cl.stop()
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.30"])
+def test_older_kubectl_shows_the_same(c: Cluster, version: str) -> None:
+    r = c.kubectl("create", "-n", "warnonly", "--dry-run=server", "-f", "-", version=version, check=False,
+                  input=json.dumps(_with({"hostPID": True}, f"old-{version.replace('.', '-')}")))
+    assert r.returncode == 0
+    assert r.stderr.strip() == 'Warning: would violate PodSecurity "restricted:latest": host namespaces (hostPID=true)'
+    r = c.kubectl("run", "p", "-n", "baseline", "--image=busybox", "--privileged", version=version, check=False)
+    assert r.stderr.strip() == ('Error from server (Forbidden): pods "p" is forbidden: violates PodSecurity '
+                                '"baseline:latest": privileged (container "p" must not set securityContext.privileged=true)')
