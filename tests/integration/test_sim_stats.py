@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.cluster import raw_request
+from tests.client_certs import cert_files
+from tests.cluster import client_kubeconfig, raw_request
 
 pytestmark = [pytest.mark.xdist_group("sim-stats"), pytest.mark.timeout(120)]
 
@@ -87,10 +88,13 @@ def _endpoint(cluster: Any, node: str) -> tuple[str, int]:
     return ip, n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
 
 
-def _get(ep: tuple[str, int], path: str, token: str | None = None) -> tuple[int, bytes]:
+def _get(ep: tuple[str, int], path: str, token: str | None = None, cert: tuple[str, str] | None = None
+         ) -> tuple[int, bytes]:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE  # a kubelet's self-signed serving certificate
+    if cert:
+        ctx.load_cert_chain(*cert)
     conn = http.client.HTTPSConnection(ep[0], ep[1], context=ctx, timeout=10)
     try:
         conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
@@ -148,3 +152,23 @@ def test_simulated_kubelet_refuses_as_a_kubelet(cluster, sim):
                                       b"resource=nodes, subresource(s)=[metrics])\n")
     # an address that is no node of this simulator answers nothing about any node
     assert _get(("127.0.0.1", sim), "/stats/summary", _token(cluster, "sim-metrics"))[0] == 404
+
+
+def test_client_certificate_users_are_authorized_by_their_groups(cluster, sim, tmp_path):
+    """A scraper with a certificate of the cluster CA (as metrics-server's) is its CN and O: allowed through a
+    binding of its group, refused without one."""
+    _api(cluster, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "metadata": {"name": "kstats-scrapers"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kstats-sim-metrics"},
+        "subjects": [{"kind": "Group", "name": "kstats-scrapers", "apiGroup": "rbac.authorization.k8s.io"}]})
+    ep = _endpoint(cluster, f"{PREFIX}1")
+    os.makedirs(tmp_path / "ok")
+    os.makedirs(tmp_path / "no")
+    ok = cert_files(client_kubeconfig(cluster, "kstats-scraper", ["kstats-scrapers"], "kstats-scraper"),
+                     str(tmp_path / "ok"))
+    no = cert_files(client_kubeconfig(cluster, "kstats-stranger", ["others"], "kstats-stranger"),
+                     str(tmp_path / "no"))
+    status, body = _get(ep, "/metrics/resource", cert=ok)
+    assert status == 200 and b"node_cpu_usage_seconds_total" in body
+    assert _get(ep, "/metrics/resource", cert=no) == (403, b"Forbidden (user=kstats-stranger, verb=get, "
+                                                          b"resource=nodes, subresource(s)=[metrics])\n")
