@@ -10,7 +10,6 @@ import glob
 import http.client
 import json
 import os
-import socket
 import ssl
 import time
 from typing import Any
@@ -22,6 +21,7 @@ from tests.client_certs import cert_files
 from tests.cluster import client_kubeconfig
 from tests.conftest import require
 from tests.e2e.kubelet_harness import Env, busybox_pod, requirements
+from tests.e2e.test_kubelet_kubectl import _port_free
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(300)]
 
@@ -54,16 +54,6 @@ def env(request, tmp_path_factory):
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"kstats-{name}"},
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}]})
     return e
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("", port))
-        except OSError:
-            return False
-    return True
 
 
 def _token(env: Env, sa: str) -> str:
@@ -110,7 +100,10 @@ def _working_set(env: Env) -> int:
 
 
 def _raw(env: Env, path: str) -> str:
-    return env.kubectl("get", "--raw", f"/api/v1/nodes/{env.node}/proxy{path}")
+    try:
+        return env.kubectl("get", "--raw", f"/api/v1/nodes/{env.node}/proxy{path}")
+    except AssertionError as e:  # say what the kubelet said (e.g. that its port was taken)
+        raise AssertionError(f"{e}\nagent log tail:\n{''.join(env.agent.output[-30:])}") from None
 
 
 def _burner(summary: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.client_certs import cert_files
 from tests.cluster import client_kubeconfig, raw_request
+from tests.ha_helper import wait_for
 
 pytestmark = [pytest.mark.xdist_group("sim-stats"), pytest.mark.timeout(120)]
 
@@ -29,17 +30,6 @@ def _api(cluster: Any, method: str, path: str, body: Any = None) -> Any:
     r = raw_request(cluster, method, path, body)
     assert r.status < 400, (method, path, r.status, r.body[:300])
     return r.json()
-
-
-def _wait(pred: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}: {last}")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +47,7 @@ def sim(cluster):
             if "kubelet API (stats) on port" in line:
                 port = int(line.rsplit(" ", 1)[1])
         assert port, "pyk8s sim did not say its kubelet port"
-        _wait(lambda: len([n for n in _api(cluster, "GET", "/api/v1/nodes")["items"]
+        wait_for(lambda: len([n for n in _api(cluster, "GET", "/api/v1/nodes")["items"]
                            if n["metadata"]["name"].startswith(PREFIX)]) == 2, 30, "the simulated nodes")
         for name, sub in (("sim-metrics", "nodes/metrics"), ("sim-nothing", None)):
             _api(cluster, "POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": name}})
@@ -117,7 +107,7 @@ def test_declared_usage_in_the_nodes_resource_metrics(cluster, sim):
         "metadata": {"name": "busy", "annotations": {"sim.pyk8s.io/cpu-usage": "250m",
                                                      "sim.pyk8s.io/memory-usage": "64Mi"}},
         "spec": {"nodeName": node, "containers": [{"name": "app", "image": "busybox"}]}})
-    _wait(lambda: (_api(cluster, "GET", "/api/v1/namespaces/default/pods/busy").get("status") or {})
+    wait_for(lambda: (_api(cluster, "GET", "/api/v1/namespaces/default/pods/busy").get("status") or {})
           .get("phase") == "Running", 30, "pod busy running")
     ep = _endpoint(cluster, node)
     assert ep[0].startswith("127.10.") and ep[1] == sim
@@ -126,7 +116,7 @@ def test_declared_usage_in_the_nodes_resource_metrics(cluster, sim):
     assert status == 200, body[:300]
     cpu0, t0, mem = _pod_cpu(body, "busy")
     assert mem == 64 * 1024 * 1024
-    _wait(lambda: time.time() - t0 >= 2, 5, "a 2 s window")
+    wait_for(lambda: time.time() - t0 >= 2, 5, "a 2 s window")
     cpu1, t1, _ = _pod_cpu(_get(ep, "/metrics/resource", token)[1], "busy")
     assert abs((cpu1 - cpu0) / (t1 - t0) - 0.25) < 0.025, (cpu0, cpu1, t0, t1)
     summary = json.loads(_get(ep, "/stats/summary", token)[1])
@@ -140,7 +130,7 @@ def test_declared_usage_in_the_nodes_resource_metrics(cluster, sim):
     raw_request(cluster, "PATCH", "/api/v1/namespaces/default/pods/busy",
                 {"metadata": {"annotations": {"sim.pyk8s.io/cpu-usage": "1"}}},
                 {"Content-Type": "application/merge-patch+json"})
-    _wait(lambda: json.loads(_get(ep, "/stats/summary", token)[1])["pods"][0]["cpu"]["usageNanoCores"]
+    wait_for(lambda: json.loads(_get(ep, "/stats/summary", token)[1])["pods"][0]["cpu"]["usageNanoCores"]
           == 10**9, 10, "the new usage")
 
 
