@@ -116,6 +116,9 @@ def _server_parser(sub: Any) -> None:
                         "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
                         "volumes' directories; docs/storage.md), metrics-server (the metrics.k8s.io API; "
                         "docs/metrics-server.md) (repeatable)")
+    from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
+
+    add_metrics_server_flags(p)
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
