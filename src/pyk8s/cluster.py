@@ -223,6 +223,10 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         from .dns.embedded import EmbeddedDNS
 
         started.append(EmbeddedDNS(server, args, component_client))  # comes up in the background
+    if "metrics-server" not in disabled:
+        from .metricsserver.embedded import EmbeddedMetricsServer
+
+        started.append(EmbeddedMetricsServer(server, args, component_client))  # in the background too
     if not getattr(args, "disable_agent", False):
         try:
             from .kubelet.agent import start_local_agent

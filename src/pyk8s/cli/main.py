@@ -114,8 +114,11 @@ def _server_parser(sub: Any) -> None:
                         "(the local node's service proxy and the built-in load balancer), servicelb (the load "
                         "balancer only), local-storage (the local-path provisioner and its default StorageClass, and "
                         "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
-                        "volumes' directories; docs/storage.md), hpa (the horizontal pod autoscaler; docs/hpa.md) "
-                        "(repeatable)")
+                        "volumes' directories; docs/storage.md), metrics-server (the metrics.k8s.io API; "
+                        "docs/metrics-server.md), hpa (the horizontal pod autoscaler; docs/hpa.md) (repeatable)")
+    from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
+
+    add_metrics_server_flags(p)
     from ..controllers.podautoscaler import options as hpa_flags
 
     hpa_flags.add_flags(p)

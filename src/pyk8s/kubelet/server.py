@@ -103,8 +103,11 @@ class KubeletServer:
     def __init__(self, runtime: ContainerRuntime, pod_lookup: PodLookup, tls_context: ssl.SSLContext | None,
                  port: int = 10250, *, host: str = "0.0.0.0",
                  authorize: Callable[[dict[str, Any]], bool] | None = default_authorize,
-                 stream_creation_timeout: float = 30.0) -> None:
+                 stream_creation_timeout: float = 30.0, auth: Any = None, node_name: str = "") -> None:
         self.runtime = runtime
+        # a pyk8s.kubelet.auth.KubeletAuth (tokens and certs, SubjectAccessReviews) replaces `authorize`
+        self.auth = auth
+        self.node_name = node_name
         self.pod_lookup = pod_lookup
         self.tls_context = tls_context
         self.host = host
@@ -157,7 +160,13 @@ class KubeletServer:
     async def _auth_middleware(self, request: web.Request,
                                handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         ctx = self.tls_context
-        if ctx is not None and ctx.verify_mode != ssl.CERT_NONE and request.path != "/healthz":
+        if self.auth is not None and ctx is not None and request.path != "/healthz":
+            sslobj = request.transport.get_extra_info("ssl_object") if request.transport else None
+            refused = await self.auth.check(request, sslobj.getpeercert() if sslobj is not None else None,
+                                            self.node_name)
+            if refused is not None:
+                return refused
+        elif ctx is not None and ctx.verify_mode != ssl.CERT_NONE and request.path != "/healthz":
             sslobj = request.transport.get_extra_info("ssl_object") if request.transport else None
             cert = sslobj.getpeercert() if sslobj is not None else None
             if not cert:
