@@ -23,7 +23,8 @@ NO_METRICS = ("failed to get cpu utilization: unable to get metrics for resource
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(str(tmp_path_factory.mktemp("hpa")), extra_args=["--horizontal-pod-autoscaler-sync-period", "1s"])
+    c = Cluster(str(tmp_path_factory.mktemp("hpa")),
+                extra_args=["--horizontal-pod-autoscaler-sync-period", "1s", "--disable", "metrics-server"])
     c.start()
     yield c
     c.stop()
