@@ -224,3 +224,18 @@ def test_an_hpa_reaches_only_its_own_namespace_and_validation_refuses_what_upstr
     assert "must be positive" in create({"metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
         "type": "AverageValue", "averageValue": "-1"}}}]})
     assert "must be greater than or equal to `minReplicas`" in create({"minReplicas": 4, "maxReplicas": 3})
+
+
+def test_two_hpas_on_the_same_pods_are_ambiguous(cluster: Cluster) -> None:
+    """Two autoscalers would fight over the same pods: upstream refuses to scale with either."""
+    cluster.kubectl("create", "deployment", "shared", "--image=busybox", "--replicas=2")
+    wait(lambda: len(get(cluster, "pods", "-l", "app=shared")["items"]) == 2, "the Deployment's pods")
+    for name in ("shared-a", "shared-b"):
+        cluster.kubectl("create", "-f", "-", input=hpa(name, deploy("shared"), {"minReplicas": 1}))
+    msg = "pods by selector app=shared are controlled by multiple HPAs: [default/shared-a default/shared-b]"
+    for name in ("shared-a", "shared-b"):
+        active = wait(lambda name=name: (a := condition(cluster, name, "ScalingActive")) and a["reason"] ==
+                      "AmbiguousSelector" and a, f"{name} AmbiguousSelector")
+        assert (active["status"], active["message"]) == ("False", msg)
+        ev = wait(lambda name=name: events(cluster, name, "AmbiguousSelector"), f"{name}'s event")
+        assert ev[0]["type"] == "Warning" and ev[0]["message"] == msg
