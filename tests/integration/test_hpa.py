@@ -239,3 +239,35 @@ def test_two_hpas_on_the_same_pods_are_ambiguous(cluster: Cluster) -> None:
         assert (active["status"], active["message"]) == ("False", msg)
         ev = wait(lambda name=name: events(cluster, name, "AmbiguousSelector"), f"{name}'s event")
         assert ev[0]["type"] == "Warning" and ev[0]["message"] == msg
+
+
+def test_a_refused_rescale_is_failed_update_scale(cluster: Cluster) -> None:
+    """The target's own validation refuses the new size: FailedRescale, AbleToScale False/FailedUpdateScale."""
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "capped.hpa.example.com"},
+           "spec": {"group": "hpa.example.com", "scope": "Namespaced",
+                    "names": {"plural": "capped", "singular": "cap", "kind": "Capped"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "subresources": {"scale": {"specReplicasPath": ".spec.replicas",
+                                                             "statusReplicasPath": ".status.replicas"}},
+                                  "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                      "spec": {"type": "object", "properties": {
+                                          "replicas": {"type": "integer", "maximum": 2}}},
+                                      "status": {"type": "object", "properties": {
+                                          "replicas": {"type": "integer"}}}}}}}]}}
+    cluster.kubectl("create", "-f", "-", input=json.dumps(crd))
+    wait(lambda: cluster.kubectl("get", "capped", check=False).returncode == 0, "the CRD served")
+    cluster.kubectl("create", "-f", "-", input=json.dumps(
+        {"apiVersion": "hpa.example.com/v1", "kind": "Capped", "metadata": {"name": "c"}, "spec": {"replicas": 1}}))
+    cluster.kubectl("create", "-f", "-", input=hpa("capped", {"apiVersion": "hpa.example.com/v1", "kind": "Capped",
+                                                               "name": "c"}, {"minReplicas": 3}))
+    able = wait(lambda: (a := condition(cluster, "capped", "AbleToScale")) and a["reason"] == "FailedUpdateScale"
+                and a, "FailedUpdateScale")
+    assert able["status"] == "False"
+    assert able["message"].startswith("the HPA controller was unable to update the target scale: ")
+    ev = wait(lambda: events(cluster, "capped", "FailedRescale"), "the FailedRescale event")
+    assert ev[0]["type"] == "Warning"
+    assert ev[0]["message"].startswith("New size: 3; reason: Current number of replicas below Spec.MinReplicas; "
+                                       "error: "), ev[0]["message"]
+    assert "spec.replicas" in ev[0]["message"]
+    assert get(cluster, "capped", "c")["spec"]["replicas"] == 1
