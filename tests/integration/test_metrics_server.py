@@ -142,6 +142,19 @@ def test_kubectl_top_pods_containers_and_numbers(ms: Cluster) -> None:
     assert f'podmetrics.metrics.k8s.io "{NS}/nope" not found' in r.stderr
 
 
+def test_pods_without_metrics_yet(ms: Cluster) -> None:
+    """A pod no kubelet runs has no metrics: kubectl says so, as against upstream's metrics-server."""
+    ms.kubectl("create", "namespace", "fresh")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pending", "namespace": "fresh"},
+           "spec": {"nodeSelector": {"no": "such-node"}, "containers": [{"name": "c", "image": "busybox"}]}}
+    ms.kubectl("apply", "-f", "-", input=json.dumps(pod))
+    r = ms.kubectl("top", "pods", "-n", "fresh", check=False)
+    assert r.returncode != 0 and "error: metrics not available yet" in r.stderr, r.stderr
+    ms.kubectl("create", "namespace", "empty")
+    r = ms.kubectl("top", "pods", "-n", "empty", check=False)
+    assert "No resources found in empty namespace." in r.stdout + r.stderr
+
+
 def test_user_without_rbac_refused(ms: Cluster) -> None:
     conf = client_kubeconfig(ms, "eve", [], "eve")
     r = ms.kubectl("--kubeconfig", conf, "top", "pods", "-n", NS, check=False)
