@@ -99,6 +99,12 @@ class Backend:
             return web.json_response(RESOURCES)
         if not request.path.startswith(f"/apis/{GROUP}/{VERSION}/"):
             return web.json_response({"kind": "Status", "code": 404}, status=404)
+        if request.path.endswith("/exec"):  # an exec-like upgrade: echo what comes, say who asked
+            ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io",))
+            await ws.prepare(request)
+            async for msg in ws:
+                await ws.send_str(f"{who['user']}:{msg.data}")
+            return ws
         if request.query.get("watch"):
             resp = web.StreamResponse(headers={"Content-Type": "application/json"})
             await resp.prepare(request)
@@ -306,6 +312,26 @@ def test_watch_streams_through(agg: tuple[Cluster, Backend]) -> None:
     line = r.readline()  # the first event arrives while the backend still holds the watch open
     assert json.loads(line)["object"]["metadata"]["name"] == "f1"
     conn.close()
+
+
+def test_upgrade_spliced_through(agg: tuple[Cluster, Backend]) -> None:
+    import aiohttp
+
+    from pyk8s.client.kubeconfig import load_kubeconfig
+
+    c, b = agg
+    ctx = load_kubeconfig(c.kubeconfig).ssl_client_context()
+
+    async def run() -> tuple[str, str | None]:
+        async with aiohttp.ClientSession() as s, s.ws_connect(
+                f"{c.url}/apis/{GROUP}/{VERSION}/namespaces/{NS}/flunders/f1/exec", ssl=ctx,
+                protocols=("v5.channel.k8s.io",), headers={"X-Remote-User": "attacker"}) as ws:
+            await ws.send_str("hello")
+            msg = await ws.receive(timeout=10)
+            return str(msg.data), ws.protocol
+
+    data, proto = asyncio.run(run())
+    assert data == "admin:hello" and proto == "v5.channel.k8s.io"
 
 
 def test_availability_reasons(agg: tuple[Cluster, Backend]) -> None:

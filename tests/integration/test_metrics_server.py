@@ -142,6 +142,19 @@ def test_kubectl_top_pods_containers_and_numbers(ms: Cluster) -> None:
     assert f'podmetrics.metrics.k8s.io "{NS}/nope" not found' in r.stderr
 
 
+def test_pods_without_metrics_yet(ms: Cluster) -> None:
+    """A pod no kubelet runs has no metrics: kubectl says so, as against upstream's metrics-server."""
+    ms.kubectl("create", "namespace", "fresh")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pending", "namespace": "fresh"},
+           "spec": {"nodeSelector": {"no": "such-node"}, "containers": [{"name": "c", "image": "busybox"}]}}
+    ms.kubectl("apply", "-f", "-", input=json.dumps(pod))
+    r = ms.kubectl("top", "pods", "-n", "fresh", check=False)
+    assert r.returncode != 0 and "error: metrics not available yet" in r.stderr, r.stderr
+    ms.kubectl("create", "namespace", "empty")
+    r = ms.kubectl("top", "pods", "-n", "empty", check=False)
+    assert "No resources found in empty namespace." in r.stdout + r.stderr
+
+
 def test_user_without_rbac_refused(ms: Cluster) -> None:
     conf = client_kubeconfig(ms, "eve", [], "eve")
     r = ms.kubectl("--kubeconfig", conf, "top", "pods", "-n", NS, check=False)
@@ -216,3 +229,47 @@ def test_top_without_metrics_api() -> None:
         assert r.returncode != 0 and "error: Metrics API not available" in r.stderr, r.stderr
     finally:
         c.stop()
+
+
+def test_standalone_metrics_server(ms: Cluster) -> None:
+    """`pyk8s metrics-server` with the ServiceAccount's credentials, as upstream's runs in its pod."""
+    from tests.integration.test_aggregation import _host_ip
+
+    conf = client_kubeconfig(ms, "system:serviceaccount:kube-system:metrics-server",
+                             ["system:serviceaccounts", "system:serviceaccounts:kube-system"], "ms-standalone")
+    proc = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "metrics-server", "--kubeconfig", conf,
+                             "--bind-address", _host_ip(), "--secure-port", "0", "--metric-resolution", "1s",
+                             "--kubelet-insecure-tls"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        assert proc.stdout is not None
+        line = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "serving metrics.k8s.io" not in line:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, "pyk8s metrics-server exited"
+        port = int(line.rsplit(" ", 1)[1])
+        pki = os.path.join(ms.data_dir, "pki")
+        with open(os.path.join(pki, "front-proxy-client.crt"), "rb") as f1, \
+                open(os.path.join(pki, "front-proxy-client.key"), "rb") as f2:
+            front = (f1.read(), f2.read())
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE  # its self-signed serving certificate, as upstream's
+        d = tempfile.mkdtemp(prefix="aggr-ms-")
+        crt, key = os.path.join(d, "c.crt"), os.path.join(d, "c.key")
+        for p, data in ((crt, front[0]), (key, front[1])):
+            with open(p, "wb") as f:
+                f.write(data)
+        ctx.load_cert_chain(crt, key)
+
+        def nodes() -> list[str]:
+            req = urllib.request.Request(f"https://{_host_ip()}:{port}/apis/metrics.k8s.io/v1beta1/nodes",
+                                         headers={"X-Remote-User": "admin", "X-Remote-Group": "system:masters"})
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+                return sorted(i["metadata"]["name"] for i in json.loads(r.read())["items"])
+
+        assert {"top-node-0", "top-node-1"} <= set(_wait(nodes))
+    finally:
+        proc.terminate()
+        proc.wait(20)

@@ -93,3 +93,24 @@ def test_wire_formats() -> None:
     assert go_duration(15.012) == "15.012s" and go_duration(90) == "1m30s" and go_duration(0.25) == "250ms"
     assert cpu_quantity(123_456_789) == "123456789n" and cpu_quantity(2_000_000) == "2m"
     assert memory_quantity(256 * 1024 * 1024) == "256Mi" and memory_quantity(1000) == "1000"
+
+
+def test_line_parser_agrees_with_prometheus_client() -> None:
+    """The fast sample-line parser reads what prometheus_client reads, escapes and missing timestamps included."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from pyk8s.metricsserver.storage import _samples
+
+    text = ('# HELP container_cpu_usage_seconds_total [STABLE] x\n# TYPE container_cpu_usage_seconds_total counter\n'
+            'container_cpu_usage_seconds_total{container="a",namespace="d",pod="p q"} 1.5e+00 1700000000123\n'
+            'container_cpu_usage_seconds_total{container="we\\"ird",namespace="d",pod="p"} 2 1700000000000\n'
+            'container_memory_working_set_bytes{container="a",namespace="d",pod="p q"} 4096\n'
+            'pod_cpu_usage_seconds_total{namespace="d",pod="p"} 9 1700000000123\n'
+            'node_cpu_usage_seconds_total 7 1700000000500\n')
+    ours = sorted((n, tuple(sorted(lbl.items())), v, ts) for n, lbl, v, ts in _samples(text, 42.0))
+    lib = sorted((s.name, tuple(sorted(s.labels.items())), s.value,
+                  float(s.timestamp) if s.timestamp is not None else 42.0)
+                 for f in text_string_to_metric_families(text) for s in f.samples if not s.name.startswith("pod_"))
+    assert ours == lib
+    assert ("container_cpu_usage_seconds_total", (("container", 'we"ird'), ("namespace", "d"), ("pod", "p")), 2.0,
+            1_700_000_000.0) in ours

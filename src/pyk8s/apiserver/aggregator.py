@@ -132,6 +132,11 @@ class Aggregator:
         self.front: FrontProxy = ensure_front_proxy(server.pki.dir)
         self._contexts: dict[tuple[bytes, bool], ssl.SSLContext] = {}
         self._session: aiohttp.ClientSession | None = None
+        self._remote: dict[tuple[str, str], APIServiceRef] = {}
+        c = self._cache("apiregistration.k8s.io", "v1", "apiservices")
+        if c is not None:
+            c.listeners.append(self._index)
+        self._index()
 
     # ---- what the caches say -------------------------------------------------------------
     def _cache(self, group: str, version: str, resource: str) -> Any:
@@ -144,19 +149,22 @@ class Aggregator:
         return c.list(None) if c is not None else []
 
     def remote(self, group: str, version: str) -> APIServiceRef | None:
-        """The APIService serving group/version through a Service, or None (served here)."""
-        c = self._cache("apiregistration.k8s.io", "v1", "apiservices")
-        obj = c.objects.get(f"{c.prefix}{version}.{group}") if c is not None else None
-        if obj is None:
-            obj = next((o for o in self.api_services() if (o.get("spec") or {}).get("group") == group
-                        and (o.get("spec") or {}).get("version") == version), None)
-        if obj is None or not (obj.get("spec") or {}).get("service"):
-            return None
-        return APIServiceRef(obj)
+        """The APIService serving group/version through a Service, or None (served here): one dict
+        lookup, as it runs for every request under /apis."""
+        return self._remote.get((group, version))
 
     def remote_groups(self) -> set[str]:
-        return {(o.get("spec") or {}).get("group") or "" for o in self.api_services()
-                if (o.get("spec") or {}).get("service")}
+        return {g for g, _ in self._remote}
+
+    def _index(self, ce: Any = None) -> None:
+        """Rebuild the (group, version) -> APIServiceRef table from the cache (few objects, rare writes)."""
+        remote = {}
+        for o in self.api_services():
+            spec = o.get("spec") or {}
+            if spec.get("service"):
+                ref = APIServiceRef(o)
+                remote[(ref.group, ref.version)] = ref
+        self._remote = remote
 
     def endpoint(self, ref: APIServiceRef) -> tuple[str, int]:
         svcs = self._cache("", "v1", "services")

@@ -555,7 +555,8 @@ class APIServer:
                 # as upstream's WriteRawJSON: indented
                 return web.Response(text=json.dumps(_version_info(), indent=2), content_type="application/json")
             return await self._non_resource(request, path)
-        if info.version and self.aggregator is not None and (ref := self.aggregator.remote(info.group, info.version)):
+        if info.prefix == "apis" and info.version and self.aggregator is not None \
+                and (ref := self.aggregator.remote(info.group, info.version)):
             # an aggregated API server's group version: authorized here, then proxied (aggregator.py)
             self._authorize(user, info, verb if info.is_resource else "get", path,
                             request.query.get("fieldSelector", "") if info.is_resource else "")

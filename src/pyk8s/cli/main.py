@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import dns_cmd
 
     dns_cmd.add_parser(sub)
+    from . import metrics_server_cmd
+
+    metrics_server_cmd.add_parser(sub)
     from . import dev_cmd
 
     dev_cmd.add_parser(sub)
@@ -196,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         return datastore_cmd.run(args)
     if args.command == "dns":
         return dns_cmd.run(args)
+    if args.command == "metrics-server":
+        return metrics_server_cmd.run(args)
     if args.command == "dev":
         return dev_cmd.run(args)
     if args.command == "sim":

@@ -45,11 +45,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--crash-backoff", type=float, default=10.0, help="first CrashLoopBackOff delay (default 10)")
     p.add_argument("--no-pods", action="store_true", help="only nodes: leave pods alone")
     p.add_argument("--cleanup", action="store_true", help="delete the nodes and their Leases on exit")
-    p.add_argument("--kubelet-port", type=int, default=10250, metavar="PORT",
+    p.add_argument("--kubelet-port", type=int, default=0, metavar="PORT",
                    help="port (on 0.0.0.0) of the nodes' kubelet API: /stats/summary and /metrics/resource with "
                    "declared usage (pod annotations sim.pyk8s.io/cpu-usage, sim.pyk8s.io/memory-usage), "
-                   "authenticated and authorized as a kubelet's; nodes then get loopback InternalIPs "
-                   "(127.10.x.y) it tells them apart by. 0: a free port; -1: none (default 10250)")
+                   "authenticated and authorized as a kubelet's; the nodes get loopback InternalIPs (127.10.x.y) "
+                   "it tells them apart by, and report the port in status.daemonEndpoints. 0 (default): a free "
+                   "port (a real kubelet on this machine holds 10250); -1: none, and 10.10.x.y InternalIPs")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 

@@ -37,7 +37,7 @@ _PREFIX = f"/apis/{api.GROUP}/{api.VERSION}"
 @dataclass
 class MetricsServerOptions:
     bind_address: str = "0.0.0.0"
-    secure_port: int = 10250 + 200  # upstream's manifest: 10250 in its own pod; a free one beside a kubelet
+    secure_port: int = 4443  # metrics-server's former default (its pod's 10250 is the kubelet's port on a host)
     metric_resolution: float = 15.0  # --metric-resolution
     kubelet_request_timeout: float = 10.0
 

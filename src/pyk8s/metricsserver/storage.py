@@ -11,6 +11,8 @@ only when every container it reported has a rate; what a scrape no longer lists 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -41,6 +43,50 @@ class Usage:
     window: float
 
 
+_WANTED = frozenset(("node_cpu_usage_seconds_total", "node_memory_working_set_bytes",
+                     "container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
+                     "container_start_time_seconds"))
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def _samples(text: str, now: float) -> Iterator[tuple[str, dict[str, str], float, float]]:
+    """(name, labels, value, timestamp) of the sample lines metrics-server reads.
+
+    A line parser for the text exposition format's sample lines: prometheus_client's parser
+    costs ~70 us a sample, which for a thousand simulated nodes of 30 pods every 15 s would
+    take 40 % of the API server's core; this one is 14x faster (bench/metrics_scrape.py: 30 pods'
+    page in ~0.6 ms against ~8.6 ms on a loaded 2-core machine). Lines with escapes in label values go to prometheus_client's parser."""
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        brace = line.find("{")
+        space = line.find(" ")
+        name = line[:brace] if 0 <= brace < space or (brace >= 0 and space < 0) else line[:space]
+        if name not in _WANTED:
+            continue
+        if "\\" in line:
+            for fam in text_string_to_metric_families(line + "\n"):
+                for smp in fam.samples:
+                    yield (smp.name, dict(smp.labels), float(smp.value),
+                           float(smp.timestamp) if smp.timestamp is not None else now)
+            continue
+        labels: dict[str, str] = {}
+        rest = line[len(name):]
+        if rest.startswith("{"):
+            close = rest.rfind("}")
+            labels = dict(_LABEL.findall(rest[1:close]))
+            rest = rest[close + 1:]
+        parts = rest.split()
+        if not parts:
+            continue
+        try:
+            value = float(parts[0])
+            ts = int(parts[1]) / 1000.0 if len(parts) > 1 else now
+        except ValueError:
+            continue
+        yield name, labels, value, ts
+
+
 def parse_resource_metrics(text: str, now: float) -> NodeBatch:
     """A NodeBatch from /metrics/resource text; samples without a timestamp get `now`."""
     cpu: dict[tuple[str, str, str], tuple[float, float]] = {}
@@ -48,20 +94,18 @@ def parse_resource_metrics(text: str, now: float) -> NodeBatch:
     start: dict[tuple[str, str, str], float] = {}
     node_cpu: tuple[float, float] | None = None
     node_mem: float | None = None
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            ts = float(s.timestamp) if s.timestamp is not None else now
-            key = (s.labels.get("namespace", ""), s.labels.get("pod", ""), s.labels.get("container", ""))
-            if s.name == "node_cpu_usage_seconds_total":
-                node_cpu = (s.value, ts)
-            elif s.name == "node_memory_working_set_bytes":
-                node_mem = s.value
-            elif s.name == "container_cpu_usage_seconds_total":
-                cpu[key] = (s.value, ts)
-            elif s.name == "container_memory_working_set_bytes":
-                mem[key] = s.value
-            elif s.name == "container_start_time_seconds":
-                start[key] = s.value
+    for name, labels, value, ts in _samples(text, now):
+        key = (labels.get("namespace", ""), labels.get("pod", ""), labels.get("container", ""))
+        if name == "node_cpu_usage_seconds_total":
+            node_cpu = (value, ts)
+        elif name == "node_memory_working_set_bytes":
+            node_mem = value
+        elif name == "container_cpu_usage_seconds_total":
+            cpu[key] = (value, ts)
+        elif name == "container_memory_working_set_bytes":
+            mem[key] = value
+        elif name == "container_start_time_seconds":
+            start[key] = value
     batch = NodeBatch()
     if node_cpu is not None and node_mem is not None:
         batch.node = Point(node_cpu[0], node_mem, node_cpu[1])
