@@ -62,3 +62,14 @@ def test_flags_reach_the_controller_options_and_a_child_process() -> None:
 def test_bad_values_are_refused(flag: str, value: str) -> None:
     with pytest.raises((argparse.ArgumentError, SystemExit)):
         parser().parse_args([flag, value])
+
+
+def test_metric_names_print_selectors_as_go_does() -> None:
+    """Upstream names External metrics "external metric NAME(%+v of the selector)" in its rescale reasons."""
+    from pyk8s.controllers.podautoscaler.horizontal import _go_selector
+
+    assert _go_selector(None) == "<nil>"
+    assert _go_selector({"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [
+        {"key": "k", "operator": "In", "values": ["x", "y"]}]}) == (
+        "&LabelSelector{MatchLabels:map[string]string{a: 1,b: 2,},MatchExpressions:[]LabelSelectorRequirement{"
+        "LabelSelectorRequirement{Key:k,Operator:In,Values:[x y],},},}")

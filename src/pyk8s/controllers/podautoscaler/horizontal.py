@@ -82,11 +82,15 @@ def _milli_quantity(milli: int) -> str:
 
 
 def _go_selector(sel: dict[str, Any] | None) -> str:
-    """`%+v` of a *metav1.LabelSelector, as upstream's metric names print it."""
+    """`%+v` of a *metav1.LabelSelector (its generated String()), as upstream's metric names print it."""
     if sel is None:
         return "<nil>"
-    labels = ",".join(f"{k}: {v}," for k, v in sorted((sel.get("matchLabels") or {}).items()))
-    return f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{}},}}"
+    labels = "".join(f"{k}: {v}," for k, v in sorted((sel.get("matchLabels") or {}).items()))
+    exprs = "".join(f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
+                    f"Values:[{' '.join(e.get('values') or [])}],}},"
+                    for e in sel.get("matchExpressions") or [])
+    return (f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},"
+            f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
 
 
 class HorizontalController(Controller):

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ...api.errors import StatusError
-from ...api.labels import format_label_selector
+from ...api.labels import selector_from_label_selector
 from ...api.protobuf import parse_go_duration
 from ...api.quantity import parse_quantity
 from ...api.timefmt import parse_time_or_none
@@ -41,6 +41,11 @@ def _client_go_message(e: StatusError, resource: str) -> str:
     if generic and (not e.message or e.message == generic or e.message.startswith("404 page not found")):
         return f"{generic} (get {resource})"
     return e.message or str(e)
+
+
+def _selector(sel: dict[str, Any]) -> str:
+    """LabelSelectorAsSelector(...).String(): "" selects everything (the caller validated it)."""
+    return str(selector_from_label_selector(sel))
 
 
 def _milli(raw: Any) -> int:
@@ -98,7 +103,7 @@ class MetricsClient:
         """GetRawMetric: a per-pod custom metric of the pods the selector picks."""
         params = {"labelSelector": selector}
         if metric_selector is not None:
-            params["metricLabelSelector"] = format_label_selector(metric_selector)
+            params["metricLabelSelector"] = _selector(metric_selector)
         try:
             body = await self.client.request(
                 "GET", f"{CUSTOM_METRICS}/namespaces/{quote(namespace)}/pods/*/{quote(metric)}", params=params)
@@ -120,7 +125,7 @@ class MetricsClient:
         """GetObjectMetric: one object's custom metric; resource is the object's plural (group-qualified)."""
         params = {}
         if metric_selector is not None:
-            params["metricLabelSelector"] = format_label_selector(metric_selector)
+            params["metricLabelSelector"] = _selector(metric_selector)
         path = f"{CUSTOM_METRICS}/namespaces/{quote(namespace)}/{quote(resource)}/{quote(name)}/{quote(metric)}"
         if resource == "namespaces":  # a namespace's own metric is addressed without a namespace
             path = f"{CUSTOM_METRICS}/namespaces/{quote(name)}/metrics/{quote(metric)}"
@@ -138,7 +143,7 @@ class MetricsClient:
     async def external_metric(self, metric: str, namespace: str, selector: dict[str, Any] | None
                               ) -> tuple[list[int], float]:
         """GetExternalMetric: every series of an external metric matching the selector."""
-        params = {"labelSelector": format_label_selector(selector)} if selector else None
+        params = {"labelSelector": _selector(selector)} if selector is not None else None
         try:
             body = await self.client.request(
                 "GET", f"{EXTERNAL_METRICS}/namespaces/{quote(namespace)}/{quote(metric.lower())}", params=params)
