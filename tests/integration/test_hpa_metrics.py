@@ -110,3 +110,50 @@ def test_scales_out_on_cpu_and_back_in_after_the_stabilization_window(cluster: C
     assert any(m.endswith("reason: All metrics below target") for m in rescales(cluster, "burner"))
     described = cluster.kubectl("describe", "hpa", "burner", "-n", NS).stdout
     assert "SuccessfulRescale" in described and "resource cpu on pods  (as a percentage of request):" in described
+
+
+def test_container_resource_metrics(cluster: Cluster) -> None:
+    """ContainerResource reads one container's usage against its request; a container the pods lack is
+    FailedGetContainerResourceMetric with upstream's message."""
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "duo", "namespace": NS},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "duo"}},
+                           "template": {"metadata": {"labels": {"app": "duo"}, "annotations": {USAGE: "400m"}},
+                                        "spec": {"containers": [
+                                            {"name": "main", "image": "busybox",
+                                             "resources": {"requests": {"cpu": "100m"}}},
+                                            {"name": "side", "image": "busybox",
+                                             "resources": {"requests": {"cpu": "100m"}}}]}}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(deployment))
+
+    def hpa(name: str, container: str) -> str:
+        return json.dumps({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                           "metadata": {"name": name, "namespace": NS},
+                           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "duo"},
+                                    "minReplicas": 1, "maxReplicas": 3,
+                                    "metrics": [{"type": "ContainerResource", "containerResource": {
+                                        "name": "cpu", "container": container,
+                                        "target": {"type": "Utilization", "averageUtilization": 50}}}]}})
+
+    cluster.kubectl("apply", "-f", "-", input=hpa("duo", "main"))
+    # main uses 200m of its 100m: 200% against 50% -> out to 3
+    wait(lambda: get(cluster, "deployment", "duo")["spec"]["replicas"] == 3, "scale out to 3")
+    assert rescales(cluster, "duo")[0].endswith(
+        "reason: cpu container resource utilization (percentage of request) above target")
+    status = get(cluster, "hpa", "duo")["status"]
+    m = status["currentMetrics"][0]
+    assert m["type"] == "ContainerResource" and m["containerResource"]["container"] == "main"
+    assert m["containerResource"]["current"]["averageUtilization"] >= 150
+
+    cluster.kubectl("delete", "hpa", "duo", "-n", NS)
+    cluster.kubectl("apply", "-f", "-", input=hpa("duo-nosuch", "nosuch"))
+
+    def active() -> dict[str, Any] | None:
+        conds = (get(cluster, "hpa", "duo-nosuch").get("status") or {}).get("conditions") or []
+        return next((c for c in conds if c["type"] == "ScalingActive"), None)
+
+    cond = wait(active, "ScalingActive")
+    assert (cond["status"], cond["reason"]) == ("False", "FailedGetContainerResourceMetric")
+    assert cond["message"].startswith(
+        "the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for "
+        "resource cpu: failed to get container metrics: container nosuch not present in metrics for pod hpa/duo-"), \
+        cond["message"]
