@@ -268,3 +268,19 @@ def test_a_refused_rescale_is_failed_update_scale(cluster: Cluster) -> None:
                                        "error: "), ev[0]["message"]
     assert "spec.replicas" in ev[0]["message"]
     assert get(cluster, "capped", "c")["spec"]["replicas"] == 1
+
+
+def test_seed_replication_controller_autoscaled(cluster: Cluster) -> None:
+    """Seed 003's walk-through: a ReplicationController with a cpu request, `kubectl autoscale rc`; the HPA
+    scales it through the RC's /scale (here to its minimum: this module has no metrics API)."""
+    rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "php-apache"},
+          "spec": {"replicas": 1, "template": {"metadata": {"name": "php-apache", "labels": {"app": "php-apache"}},
+                                               "spec": {"containers": [{
+                                                   "name": "php-apache", "image": "gcr.io/google_containers/hpa-example",
+                                                   "resources": {"requests": {"cpu": "200m"}},
+                                                   "ports": [{"containerPort": 80}]}]}}}}
+    cluster.kubectl("create", "-f", "-", input=json.dumps(rc))
+    cluster.kubectl("autoscale", "rc", "php-apache", "--min=2", "--max=10", "--cpu-percent=50")
+    wait(lambda: get(cluster, "rc", "php-apache")["spec"]["replicas"] == 2, "the RC at 2")
+    row = cluster.kubectl("get", "hpa", "php-apache").stdout.splitlines()[1].split()
+    assert row[1] == "ReplicationController/php-apache" and row[3] == "<unknown>/50%"
