@@ -345,7 +345,8 @@ class HorizontalController(Controller):
         if invalid >= len(specs) or (invalid > 0 and replicas < spec_replicas):
             if first is not None and first.condition is not None:
                 set_condition(hpa, *first.condition)
-            return -1, "", statuses, error
+            # no metrics at all cannot pass defaulting; say so rather than fail on it
+            return -1, "", statuses, error or RuntimeError("no metrics to compute a replica count from")
         set_condition(hpa, "ScalingActive", "True", "ValidMetricFound",
                       f"the HPA was able to successfully calculate a replica count from {metric}")
         return replicas, metric, statuses, error
