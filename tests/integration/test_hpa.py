@@ -142,6 +142,12 @@ def test_other_scalable_kinds_through_scale(cluster: Cluster) -> None:
     wait(lambda: get(cluster, "statefulset", "db")["spec"]["replicas"] == 2, "the StatefulSet at 2")
     wait(lambda: get(cluster, "replicaset", "rs")["spec"]["replicas"] == 2, "the ReplicaSet at 2")
     wait(lambda: get(cluster, "crawler", "cr")["spec"]["replicas"] == 2, "the custom resource at 2")
+    # its scale has no selector (no labelSelectorPath): metrics cannot pick its pods
+    active = wait(lambda: (a := condition(cluster, "h-cr", "ScalingActive")) and a["reason"] == "InvalidSelector"
+                  and a, "InvalidSelector")
+    assert (active["status"], active["message"]) == ("False", "the HPA target's scale is missing a selector")
+    ev = wait(lambda: events(cluster, "h-cr", "SelectorRequired"), "the SelectorRequired event")
+    assert ev[0]["type"] == "Warning" and ev[0]["message"] == "selector is required"
 
 
 def test_missing_or_unscalable_targets_fail_to_get_scale(cluster: Cluster) -> None:
