@@ -391,6 +391,11 @@ def test_unavailable_backend_answers_503(agg: tuple[Cluster, Backend]) -> None:
     r = raw_request(c, "GET", f"/apis/{GROUP}/{VERSION}/namespaces/{NS}/flunders")
     assert r.status == 503 and r.body == b"service unavailable\n"
     assert r.headers["Content-Type"] == "text/plain; charset=utf-8"
+    # the aggregated document keeps what the backend last listed, marked Stale
+    doc = raw_request(c, "GET", "/apis", headers={
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}).json()
+    (item,) = [i for i in doc["items"] if i["metadata"].get("name") == GROUP]
+    assert item["versions"][0]["freshness"] == "Stale" and item["versions"][0]["resources"][0]["resource"] == "flunders"
     r2 = c.kubectl("get", "--raw", f"/apis/{GROUP}/{VERSION}/namespaces/{NS}/flunders", check=False)
     assert "the server is currently unable to handle the request" in r2.stderr
     _apply(c, _slice("wardle", b.ip, b.port))
