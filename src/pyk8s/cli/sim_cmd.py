@@ -20,7 +20,9 @@ def add_parser(sub: Any) -> None:
         description="Register N simulated nodes, renew their Leases, post node status and move the pods "
         "bound to them through a kubelet's lifecycle. Pod annotations: sim.pyk8s.io/run-seconds and "
         "sim.pyk8s.io/exit-code make containers exit, sim.pyk8s.io/ready: \"false\" keeps them unready. "
-        "Node annotation sim.pyk8s.io/heartbeat: \"false\" silences a node.",
+        "Node annotation sim.pyk8s.io/heartbeat: \"false\" silences a node. Pod annotations "
+        "sim.pyk8s.io/cpu-usage and sim.pyk8s.io/memory-usage declare the usage the nodes' /stats/summary and "
+        "/metrics/resource report (default: half the pod's requests).",
     )
     p.add_argument("--kubeconfig", default=None,
                    help="kubeconfig of the cluster (default $KUBECONFIG, else ./data/kubeconfig.yaml)")

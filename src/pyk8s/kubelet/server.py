@@ -15,6 +15,9 @@ current container IDs by name and its previous (last terminated) container IDs b
 or None. With a TLS context that verifies client certificates, every request but
 /healthz must present one the context trusts, and `authorize` (default: the cert's
 groups include system:masters, as the API server's kubelet-client cert does) must accept it.
+Given `auth` (`pyk8s.kubelet.auth.KubeletAuth`, what the agent passes), certificates or bearer
+tokens and a SubjectAccessReview on nodes/<subresource> decide instead, as upstream's webhook
+modes; the agent adds the stats routes (`pyk8s.kubelet.stats`) to `app`.
 """
 
 from __future__ import annotations

@@ -86,6 +86,7 @@ class PodUsage:
     containers: dict[str, _Counter]
     memory: float
     container_memory: dict[str, float]
+    source: Any = None  # the pod object the usage was declared by
 
 
 class UsageModel:
@@ -98,16 +99,19 @@ class UsageModel:
     def observe(self, uid: str, node: str, pod: dict[str, Any], started_at: float, now: float | None = None) -> None:
         """The pod runs (again) since `started_at` with `pod`'s declared usage from now on."""
         now = time.time() if now is None else now
-        cpu, mem, per = declared(pod)
         u = self.pods.get(uid)
+        if u is not None and u.source is pod and u.started_at == started_at:
+            return  # the same pod object as last time: nothing new declared (a scrape's common case)
+        cpu, mem, per = declared(pod)
         if u is None or u.started_at != started_at:
             if u is not None:
                 self.retire(uid, node, now)
             start = min(started_at or now, now)
             self.pods[uid] = PodUsage(started_at, _Counter(start, 0.0, cpu),
                                       {n: _Counter(start, 0.0, c) for n, c, _ in per}, mem,
-                                      {n: m for n, _, m in per})
+                                      {n: m for n, _, m in per}, pod)
             return
+        u.source = pod
         u.pod.set_rate(cpu, now)
         for n, c, _ in per:
             ctr = u.containers.get(n)

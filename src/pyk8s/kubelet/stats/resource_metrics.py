@@ -8,6 +8,7 @@ prometheus_client from a registry made per scrape, so nothing is shared between 
 from __future__ import annotations
 
 import calendar
+import functools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+@functools.lru_cache(maxsize=4096)  # a summary carries few distinct times (strptime is slow)
 def parse_time(s: str | None) -> float | None:
     if not s:
         return None
