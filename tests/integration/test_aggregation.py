@@ -34,6 +34,7 @@ from tests.cluster import Cluster, client_kubeconfig, raw_request
 pytestmark = pytest.mark.xdist_group("aggregation")
 
 GROUP, VERSION = "wardle.example.com", "v1"
+OTHER = "wardle2.example.com"  # the same backend, registered with a caBundle that does not vouch for it
 NS = "wardle"
 RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{GROUP}/{VERSION}", "resources": [
     {"name": "flunders", "singularName": "flunder", "namespaced": True, "kind": "Flunder", "verbs": ["get", "list",
@@ -95,9 +96,9 @@ class Backend:
         if who is None:
             return web.json_response({"kind": "Status", "code": 401}, status=401)
         self.seen.append(who)
-        if request.path == f"/apis/{GROUP}/{VERSION}":
+        if request.path in (f"/apis/{GROUP}/{VERSION}", f"/apis/{OTHER}/{VERSION}"):
             return web.json_response(RESOURCES)
-        if not request.path.startswith(f"/apis/{GROUP}/{VERSION}/"):
+        if not request.path.startswith((f"/apis/{GROUP}/{VERSION}/", f"/apis/{OTHER}/{VERSION}/")):
             return web.json_response({"kind": "Status", "code": 404}, status=404)
         if request.path.endswith("/exec"):  # an exec-like upgrade: echo what comes, say who asked
             ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io",))
@@ -367,18 +368,18 @@ def test_availability_reasons(agg: tuple[Cluster, Backend]) -> None:
     c.kubectl("delete", "apiservice", name)
 
 
-def test_backend_certificate_not_from_ca_bundle_fails(agg: tuple[Cluster, Backend]) -> None:
-    """A Service pointed at someone else's server: the caBundle does not vouch for it, nothing is proxied."""
+def test_backend_certificate_not_from_ca_bundle_refused(agg: tuple[Cluster, Backend]) -> None:
+    """A Service pointed at a server the caBundle does not vouch for: as upstream, the availability check
+    does not verify (it passes), but no request is proxied there."""
     c, b = agg
     other_ca, _ = new_ca("other", __import__("datetime").timedelta(days=1))
-    obj = _api_service("wardle2.example.com", "wardle", certificate_pem(other_ca))
+    obj = _api_service(OTHER, "wardle", certificate_pem(other_ca))
     _apply(c, obj)
-    cond = _wait_condition(c, obj["metadata"]["name"], "FailedDiscoveryCheck")
-    assert "certificate verify failed" in cond["message"]
+    _wait_condition(c, obj["metadata"]["name"], "Passed")
     b.seen.clear()
-    r = raw_request(c, "GET", f"/apis/wardle2.example.com/{VERSION}/namespaces/{NS}/flunders")
-    assert r.status == 503
-    assert b.seen == []
+    r = raw_request(c, "GET", f"/apis/{OTHER}/{VERSION}/namespaces/{NS}/flunders")
+    assert r.status == 503 and b"certificate verify failed" in r.body, r.body
+    assert [w for w in b.seen if OTHER in w["path"] and "flunders" in w["path"]] == []
     c.kubectl("delete", "apiservice", obj["metadata"]["name"])
 
 
