@@ -28,6 +28,7 @@ import aiohttp
 from aiohttp import web
 
 from .front_proxy import FrontProxy, ensure_front_proxy
+from .http1 import FastRequest
 from .upgrade_splice import hostport, is_upgrade, splice
 
 __all__ = ["Aggregator", "APIServiceRef", "EndpointError", "resolve_endpoint", "identity_headers"]
@@ -229,9 +230,9 @@ class Aggregator:
             log.info("aggregated API %s: %s", ref.name, e)  # upstream's responder: the error, plain, 503
             return _plain_error(str(e) or type(e).__name__, 503)
         async with up:
-            if not isinstance(request, web.BaseRequest):
-                # a plain request answered by http1.py or the loopback (watches and upgrades reach
-                # aiohttp): the whole answer at once
+            if type(request) is FastRequest:
+                # a plain request answered by http1.py or the loopback (watches reach aiohttp or the
+                # loopback's StreamRequest, upgrades aiohttp): the whole answer at once
                 whole = web.Response(status=up.status, reason=up.reason, body=await up.read())
                 for k, v in up.headers.items():
                     if k.lower() not in _DROP_RESPONSE:
