@@ -203,8 +203,10 @@ def _condition(c: Cluster, name: str) -> dict[str, Any] | None:
     return next((x for x in (obj.get("status") or {}).get("conditions") or [] if x["type"] == "Available"), None)
 
 
-def _wait_condition(c: Cluster, name: str, reason: str) -> dict[str, Any]:
-    return _wait(lambda: (cond := _condition(c, name)) is not None and cond["reason"] == reason and cond)  # type: ignore[no-any-return]
+def _wait_condition(c: Cluster, name: str, reason: str, message: str | None = None) -> dict[str, Any]:
+    """The Available condition once it has this reason (and message: one reason has several)."""
+    return _wait(lambda: (cond := _condition(c, name)) is not None and cond["reason"] == reason  # type: ignore[no-any-return]
+                 and message in (None, cond["message"]) and cond)
 
 
 def test_front_proxy_pki_and_requestheader_configmap(agg: tuple[Cluster, Backend]) -> None:
@@ -342,6 +344,8 @@ def test_availability_reasons(agg: tuple[Cluster, Backend]) -> None:
     _apply(c, _api_service(group, "nosuch", b.ca_pem))
     cond = _wait_condition(c, name, "ServiceNotFound")
     assert cond["status"] == "False" and cond["message"] == f'service/nosuch in "{NS}" is not present'
+    row = c.kubectl("get", "apiservice", name, "--no-headers").stdout.split()
+    assert row[:2] == [name, f"{NS}/nosuch"] and row[2:4] == ["False", "(ServiceNotFound)"], row
     r = raw_request(c, "GET", f"/apis/{group}/{VERSION}/things")
     assert r.status == 503 and r.body == b"service unavailable\n"
 
@@ -353,8 +357,8 @@ def test_availability_reasons(agg: tuple[Cluster, Backend]) -> None:
     cond = _wait_condition(c, name, "MissingEndpoints")
     assert cond["message"] == f'cannot find endpoints for service/nosuch in "{NS}"'
     _apply(c, _slice("nosuch", b.ip, b.port, ready=False))
-    cond = _wait_condition(c, name, "MissingEndpoints")
-    assert cond["message"] == f'endpoints for service/nosuch in "{NS}" have no addresses with port name "https"'
+    _wait_condition(c, name, "MissingEndpoints",
+                    f'endpoints for service/nosuch in "{NS}" have no addresses with port name "https"')
 
     # ready, but the backend does not serve the group version (404): the discovery check fails
     _apply(c, _slice("nosuch", b.ip, b.port))
