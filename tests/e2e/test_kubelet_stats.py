@@ -229,6 +229,11 @@ def test_each_path_needs_its_own_subresource(env):
     assert body == (b"Forbidden (user=system:serviceaccount:default:stats-reader, verb=create, resource=nodes, "
                     b"subresource(s)=[proxy])\n")
     assert _kubelet(f"/containerLogs/default/{BURNER}/c", token=stats)[0] == 403
+    # a path that starts as stats but climbs out of it is judged as stats and routed as written: nowhere
+    for sneaky in (f"/stats/../exec/default/{BURNER}/c?command=id&stdout=1",
+                   f"/stats/%2E%2E/exec/default/{BURNER}/c?command=id&stdout=1",
+                   f"/stats%2F..%2Fexec/default/{BURNER}/c?command=id&stdout=1"):
+        assert _kubelet(sneaky, token=stats)[0] == 404, sneaky  # (exec answers GET too)
     metrics = _token(env, "metrics-reader")
     status, body = _kubelet("/metrics/resource", token=metrics)
     assert status == 200 and b"container_cpu_usage_seconds_total" in body

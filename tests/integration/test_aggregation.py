@@ -34,6 +34,7 @@ from tests.cluster import Cluster, client_kubeconfig, raw_request
 pytestmark = pytest.mark.xdist_group("aggregation")
 
 GROUP, VERSION = "wardle.example.com", "v1"
+OTHER = "wardle2.example.com"  # the same backend, registered with a caBundle that does not vouch for it
 NS = "wardle"
 RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{GROUP}/{VERSION}", "resources": [
     {"name": "flunders", "singularName": "flunder", "namespaced": True, "kind": "Flunder", "verbs": ["get", "list",
@@ -95,9 +96,9 @@ class Backend:
         if who is None:
             return web.json_response({"kind": "Status", "code": 401}, status=401)
         self.seen.append(who)
-        if request.path == f"/apis/{GROUP}/{VERSION}":
+        if request.path in (f"/apis/{GROUP}/{VERSION}", f"/apis/{OTHER}/{VERSION}"):
             return web.json_response(RESOURCES)
-        if not request.path.startswith(f"/apis/{GROUP}/{VERSION}/"):
+        if not request.path.startswith((f"/apis/{GROUP}/{VERSION}/", f"/apis/{OTHER}/{VERSION}/")):
             return web.json_response({"kind": "Status", "code": 404}, status=404)
         if request.path.endswith("/exec"):  # an exec-like upgrade: echo what comes, say who asked
             ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io",))
@@ -202,8 +203,10 @@ def _condition(c: Cluster, name: str) -> dict[str, Any] | None:
     return next((x for x in (obj.get("status") or {}).get("conditions") or [] if x["type"] == "Available"), None)
 
 
-def _wait_condition(c: Cluster, name: str, reason: str) -> dict[str, Any]:
-    return _wait(lambda: (cond := _condition(c, name)) is not None and cond["reason"] == reason and cond)  # type: ignore[no-any-return]
+def _wait_condition(c: Cluster, name: str, reason: str, message: str | None = None) -> dict[str, Any]:
+    """The Available condition once it has this reason (and message: one reason has several)."""
+    return _wait(lambda: (cond := _condition(c, name)) is not None and cond["reason"] == reason  # type: ignore[no-any-return]
+                 and message in (None, cond["message"]) and cond)
 
 
 def test_front_proxy_pki_and_requestheader_configmap(agg: tuple[Cluster, Backend]) -> None:
@@ -341,6 +344,8 @@ def test_availability_reasons(agg: tuple[Cluster, Backend]) -> None:
     _apply(c, _api_service(group, "nosuch", b.ca_pem))
     cond = _wait_condition(c, name, "ServiceNotFound")
     assert cond["status"] == "False" and cond["message"] == f'service/nosuch in "{NS}" is not present'
+    row = c.kubectl("get", "apiservice", name, "--no-headers").stdout.split()
+    assert row[:2] == [name, f"{NS}/nosuch"] and row[2:4] == ["False", "(ServiceNotFound)"], row
     r = raw_request(c, "GET", f"/apis/{group}/{VERSION}/things")
     assert r.status == 503 and r.body == b"service unavailable\n"
 
@@ -352,8 +357,8 @@ def test_availability_reasons(agg: tuple[Cluster, Backend]) -> None:
     cond = _wait_condition(c, name, "MissingEndpoints")
     assert cond["message"] == f'cannot find endpoints for service/nosuch in "{NS}"'
     _apply(c, _slice("nosuch", b.ip, b.port, ready=False))
-    cond = _wait_condition(c, name, "MissingEndpoints")
-    assert cond["message"] == f'endpoints for service/nosuch in "{NS}" have no addresses with port name "https"'
+    _wait_condition(c, name, "MissingEndpoints",
+                    f'endpoints for service/nosuch in "{NS}" have no addresses with port name "https"')
 
     # ready, but the backend does not serve the group version (404): the discovery check fails
     _apply(c, _slice("nosuch", b.ip, b.port))
@@ -367,18 +372,18 @@ def test_availability_reasons(agg: tuple[Cluster, Backend]) -> None:
     c.kubectl("delete", "apiservice", name)
 
 
-def test_backend_certificate_not_from_ca_bundle_fails(agg: tuple[Cluster, Backend]) -> None:
-    """A Service pointed at someone else's server: the caBundle does not vouch for it, nothing is proxied."""
+def test_backend_certificate_not_from_ca_bundle_refused(agg: tuple[Cluster, Backend]) -> None:
+    """A Service pointed at a server the caBundle does not vouch for: as upstream, the availability check
+    does not verify (it passes), but no request is proxied there."""
     c, b = agg
     other_ca, _ = new_ca("other", __import__("datetime").timedelta(days=1))
-    obj = _api_service("wardle2.example.com", "wardle", certificate_pem(other_ca))
+    obj = _api_service(OTHER, "wardle", certificate_pem(other_ca))
     _apply(c, obj)
-    cond = _wait_condition(c, obj["metadata"]["name"], "FailedDiscoveryCheck")
-    assert "certificate verify failed" in cond["message"]
+    _wait_condition(c, obj["metadata"]["name"], "Passed")
     b.seen.clear()
-    r = raw_request(c, "GET", f"/apis/wardle2.example.com/{VERSION}/namespaces/{NS}/flunders")
-    assert r.status == 503
-    assert b.seen == []
+    r = raw_request(c, "GET", f"/apis/{OTHER}/{VERSION}/namespaces/{NS}/flunders")
+    assert r.status == 503 and b"certificate verify failed" in r.body, r.body
+    assert [w for w in b.seen if OTHER in w["path"] and "flunders" in w["path"]] == []
     c.kubectl("delete", "apiservice", obj["metadata"]["name"])
 
 
@@ -391,6 +396,11 @@ def test_unavailable_backend_answers_503(agg: tuple[Cluster, Backend]) -> None:
     r = raw_request(c, "GET", f"/apis/{GROUP}/{VERSION}/namespaces/{NS}/flunders")
     assert r.status == 503 and r.body == b"service unavailable\n"
     assert r.headers["Content-Type"] == "text/plain; charset=utf-8"
+    # the aggregated document keeps what the backend last listed, marked Stale
+    doc = raw_request(c, "GET", "/apis", headers={
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}).json()
+    (item,) = [i for i in doc["items"] if i["metadata"].get("name") == GROUP]
+    assert item["versions"][0]["freshness"] == "Stale" and item["versions"][0]["resources"][0]["resource"] == "flunders"
     r2 = c.kubectl("get", "--raw", f"/apis/{GROUP}/{VERSION}/namespaces/{NS}/flunders", check=False)
     assert "the server is currently unable to handle the request" in r2.stderr
     _apply(c, _slice("wardle", b.ip, b.port))

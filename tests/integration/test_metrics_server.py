@@ -273,3 +273,45 @@ def test_standalone_metrics_server(ms: Cluster) -> None:
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_in_process_components_read_the_metrics_api(tmp_path: Any) -> None:
+    """The controllers in `pyk8s server`'s process (the HPA controller) reach metrics.k8s.io over the
+    loopback (apiserver/loopback.py), through the same aggregator and metrics server."""
+    import asyncio
+    import types
+
+    from pyk8s.apiserver.server import APIServer, ServerConfig
+    from pyk8s.cluster import component_client
+    from pyk8s.metricsserver.embedded import EmbeddedMetricsServer
+
+    async def main() -> None:
+        server = APIServer(ServerConfig(data_dir=str(tmp_path), port=0))
+        await server.start()
+        ms = EmbeddedMetricsServer(server, types.SimpleNamespace(metric_resolution=1.0), component_client)
+        client = component_client(server, "system:kube-controller-manager", ["system:masters"], "test/loopback")
+        try:
+            await asyncio.wait_for(ms.ready.wait(), 30)
+            deadline = asyncio.get_running_loop().time() + 30
+            while True:
+                svc = await client.get(("apiregistration.k8s.io", "v1", "apiservices"), "v1beta1.metrics.k8s.io")
+                if any(c["reason"] == "Passed" for c in (svc.get("status") or {}).get("conditions") or []):
+                    break
+                assert asyncio.get_running_loop().time() < deadline, svc.get("status")
+                await asyncio.sleep(0.2)
+            out = await client.list(("metrics.k8s.io", "v1beta1", "pods"), "default")
+            assert out["kind"] == "PodMetricsList" and out["items"] == []
+            nobody = component_client(server, "someone", [], "test/loopback")
+            try:
+                await nobody.list(("metrics.k8s.io", "v1beta1", "nodes"))
+                raise AssertionError("someone listed node metrics")
+            except Exception as e:  # noqa: BLE001 - the client's StatusError
+                assert getattr(e, "code", None) == 403, e
+            finally:
+                await nobody.close()
+        finally:
+            await client.close()
+            await ms.stop()
+            await server.stop()
+
+    asyncio.run(main())

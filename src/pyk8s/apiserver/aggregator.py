@@ -16,6 +16,7 @@ unavailable` (plain text, Go's http.Error); so does one whose Service has no rea
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import random
@@ -27,6 +28,7 @@ import aiohttp
 from aiohttp import web
 
 from .front_proxy import FrontProxy, ensure_front_proxy
+from .http1 import FastRequest
 from .upgrade_splice import hostport, is_upgrade, splice
 
 __all__ = ["Aggregator", "APIServiceRef", "EndpointError", "resolve_endpoint", "identity_headers"]
@@ -71,6 +73,10 @@ class APIServiceRef:
         self.insecure: bool = bool(spec.get("insecureSkipTLSVerify"))
         self.available = any(c.get("type") == "Available" and c.get("status") == "True"
                              for c in (obj.get("status") or {}).get("conditions") or [])
+
+    @classmethod
+    def insecure_marker(cls) -> APIServiceRef:
+        return cls({"metadata": {"name": ""}, "spec": {"insecureSkipTLSVerify": True}})
 
     @property
     def server_name(self) -> str:
@@ -184,6 +190,10 @@ class Aggregator:
             ctx = self._contexts[k] = self.front.client_context(ref.ca_bundle, ref.insecure)
         return ctx
 
+    def check_context(self) -> ssl.SSLContext:
+        """The availability check's TLS: the front-proxy certificate, the server's not verified."""
+        return self.context(APIServiceRef.insecure_marker())
+
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=TIMEOUT, auto_decompress=False,
@@ -203,6 +213,8 @@ class Aggregator:
             host, port = self.endpoint(ref)
         except EndpointError:
             return _plain_error("service unavailable", 503)
+        if asyncio.current_task() is None:
+            await asyncio.sleep(0)  # http1.py runs a request's first step outside a Task; aiohttp's timers need one
         ctx = self.context(ref)
         server_name = None if ref.insecure else ref.server_name
         if is_upgrade(request.headers):
@@ -215,12 +227,12 @@ class Aggregator:
             up = await self.session().request(request.method, url, headers=headers, data=body, ssl=ctx,
                                               server_hostname=server_name, allow_redirects=False)
         except (TimeoutError, aiohttp.ClientError, OSError, ssl.SSLError) as e:
-            log.info("aggregated API %s: %s", ref.name, e)
-            return _plain_error(f"Error trying to reach service: '{e}'", 503)
+            log.info("aggregated API %s: %s", ref.name, e)  # upstream's responder: the error, plain, 503
+            return _plain_error(str(e) or type(e).__name__, 503)
         async with up:
-            if not isinstance(request, web.BaseRequest):
-                # a plain request answered by http1.py or the loopback (watches and upgrades reach
-                # aiohttp): the whole answer at once
+            if type(request) is FastRequest:
+                # a plain request answered by http1.py or the loopback (watches reach aiohttp or the
+                # loopback's StreamRequest, upgrades aiohttp): the whole answer at once
                 whole = web.Response(status=up.status, reason=up.reason, body=await up.read())
                 for k, v in up.headers.items():
                     if k.lower() not in _DROP_RESPONSE:

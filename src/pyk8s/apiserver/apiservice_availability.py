@@ -35,8 +35,12 @@ RESYNC = 30.0  # seconds between rounds when nothing changes
 CHECK_TIMEOUT = aiohttp.ClientTimeout(total=5.0)
 
 
+class _BadStatus(Exception):
+    pass
+
+
 class _AggregatorUser:
-    """Who the discovery check says it is (upstream: the loopback client's identity)."""
+    """Who the discovery check says it is, as upstream's: system:masters always has access."""
 
     name = "system:kube-aggregator"
     uid = ""
@@ -150,20 +154,23 @@ class AvailabilityController:
             return
         url = f"https://{hostport(host, port)}/apis/{ref.group}/{ref.version}"
         try:
+            # as upstream's check: the serving certificate is not verified here ("if someone owns the
+            # network and messes with your status that's not so bad"); proxied requests verify it
             async with self.aggregator.session().get(
-                    url, ssl=self.aggregator.context(ref), server_hostname=None if ref.insecure else ref.server_name,
+                    url, ssl=self.aggregator.check_context(),
                     headers=[("Accept", "application/json"), *identity_headers(_AggregatorUser)],
                     timeout=CHECK_TIMEOUT) as r:
                 body = await r.read()
                 if not 200 <= r.status < 300:
-                    raise ValueError(f"bad status from {url}: {r.status}")
+                    raise _BadStatus(f"bad status from {url}: {r.status}")
             doc = orjson.loads(body)
             if not isinstance(doc, dict):
-                raise ValueError(f"{url}: not an APIResourceList")
+                raise _BadStatus(f"{url}: not an APIResourceList")
+        except _BadStatus as e:
+            await self._failed(obj, gv, url, str(e))
+            return
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as e:
-            self._stale(gv)
-            if self.write_status:
-                await self._set(obj, "False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {e}")
+            await self._failed(obj, gv, url, f'Get "{url}": {e or type(e).__name__}')  # as Go's client error reads
             return
         if self.documents.get(gv) != doc or gv not in self.fresh:
             self.documents[gv] = doc
@@ -171,6 +178,11 @@ class AvailabilityController:
             self.generation += 1
         if self.write_status:
             await self._set(obj, "True", "Passed", "all checks passed")
+
+    async def _failed(self, obj: dict[str, Any], gv: tuple[str, str], url: str, why: str) -> None:
+        self._stale(gv)
+        if self.write_status:
+            await self._set(obj, "False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {why}")
 
     def _stale(self, gv: tuple[str, str]) -> None:
         if gv in self.fresh:

@@ -154,12 +154,20 @@ class KubeletAuth:
         """One review in flight per key: a burst of scrapes with one token asks the API server once."""
         fut = self._inflight.get(key)
         if fut is not None:
-            return await asyncio.shield(fut)
+            try:
+                return await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                if not fut.cancelled():
+                    raise  # this request was cancelled
+                # the request that asked went away mid-review: ask again for this one
         fut = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
             result = await make()
-        except BaseException as e:
+        except asyncio.CancelledError:
+            fut.cancel()
+            raise
+        except Exception as e:
             fut.set_exception(e)
             fut.exception()  # retrieved: waiters re-raise it, nobody else needs to
             raise
@@ -167,7 +175,8 @@ class KubeletAuth:
             fut.set_result(result)
             return result
         finally:
-            del self._inflight[key]
+            if self._inflight.get(key) is fut:
+                del self._inflight[key]
 
     async def check(self, request: web.Request, cert: dict[str, Any] | None, node: str) -> web.Response | None:
         try:

@@ -25,10 +25,9 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from ..apiserver.authn import UserInfo
-from ..apiserver.authz import RequestAttributes, forbidden_error
+from ..api import errors as E
 
-__all__ = ["RequestHeaderConfig", "DelegatedAuth", "ALWAYS_ALLOW_PATHS"]
+__all__ = ["RequestHeaderConfig", "DelegatedAuth", "ALWAYS_ALLOW_PATHS", "UserInfo", "Attributes"]
 
 log = logging.getLogger("pyk8s.metrics-server")
 
@@ -39,6 +38,26 @@ ALWAYS_ALLOW_PATHS = frozenset(("/healthz", "/livez", "/readyz"))
 ALWAYS_ALLOW_GROUPS = frozenset(("system:masters",))
 CACHE_TTL = 10.0
 CACHE_MAX = 4096
+
+
+@dataclass
+class UserInfo:
+    name: str
+    uid: str = ""
+    groups: list[str] = field(default_factory=list)
+    extra: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """What a request asks, for the SubjectAccessReview: a resource (metrics.k8s.io) or a path."""
+
+    verb: str
+    path: str = ""
+    resource: str = ""
+    namespace: str = ""
+    name: str = ""
+    group: str = ""
 
 
 @dataclass
@@ -149,14 +168,14 @@ class DelegatedAuth:
         return user
 
     # ---- what ------------------------------------------------------------------------------
-    async def authorize(self, user: UserInfo, attrs: RequestAttributes) -> None:
+    async def authorize(self, user: UserInfo, attrs: Attributes) -> None:
         """Raises the 403 Status upstream answers for a denied request."""
-        if not attrs.resource_request and attrs.path in ALWAYS_ALLOW_PATHS:
+        if not attrs.resource and attrs.path in ALWAYS_ALLOW_PATHS:
             return
         if ALWAYS_ALLOW_GROUPS & set(user.groups):
             return
         key = (user.name, user.uid, tuple(user.groups), tuple(sorted((k, tuple(v)) for k, v in user.extra.items())),
-               attrs.verb, attrs.api_group, attrs.resource, attrs.namespace, attrs.name, attrs.path)
+               attrs)
         now = time.monotonic()
         hit = self._decisions.get(key)
         if hit is None or hit[0] <= now:
@@ -165,8 +184,8 @@ class DelegatedAuth:
                 spec["uid"] = user.uid
             if user.extra:
                 spec["extra"] = user.extra
-            if attrs.resource_request:
-                spec["resourceAttributes"] = {"verb": attrs.verb, "group": attrs.api_group, "version": "v1beta1",
+            if attrs.resource:
+                spec["resourceAttributes"] = {"verb": attrs.verb, "group": attrs.group, "version": "v1beta1",
                                               "resource": attrs.resource, "namespace": attrs.namespace,
                                               "name": attrs.name}
             else:
@@ -178,4 +197,6 @@ class DelegatedAuth:
                 self._decisions.clear()
             hit = self._decisions[key] = (now + CACHE_TTL, bool(st.get("allowed")), str(st.get("reason") or ""))
         if not hit[1]:
-            raise forbidden_error(user, attrs, hit[2])
+            raise E.new_forbidden_request(user.name, attrs.verb, path=attrs.path, group=attrs.group,
+                                          resource=attrs.resource, namespace=attrs.namespace, name=attrs.name,
+                                          reason=hit[2])

@@ -1,7 +1,7 @@
 """Scrapes every node's kubelet `/metrics/resource`, as metrics-server's scraper does.
 
-The kubelet is dialled at the node's preferred address (Hostname, InternalDNS, InternalIP,
-ExternalDNS, ExternalIP, as the API server's own kubelet client) and
+The kubelet is dialled at the node's first address of PREFERRED_ADDRESS_TYPES (upstream's
+manifest's `--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname`) and
 `status.daemonEndpoints.kubeletEndpoint.Port`, authenticated with the metrics server's own
 client certificate (or bearer token), which the kubelet authorizes as `nodes/metrics`. A node
 that does not answer within the timeout is left out of the round, as upstream's.
@@ -17,13 +17,14 @@ from typing import Any
 
 import aiohttp
 
-from ..apiserver.kubelet_proxy import KubeletProxy
 from .storage import NodeBatch, parse_resource_metrics
 
 __all__ = ["Scraper"]
 
 log = logging.getLogger("pyk8s.metrics-server")
 
+PREFERRED_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname")
+DEFAULT_KUBELET_PORT = 10250
 CONCURRENCY = 64  # kubelets scraped at once (thousands of simulated nodes share one server)
 
 
@@ -46,11 +47,13 @@ class Scraper:
 
     async def scrape_node(self, node: dict[str, Any]) -> NodeBatch | None:
         name = node["metadata"]["name"]
-        try:
-            host, port = KubeletProxy.kubelet_endpoint(node)
-        except Exception as e:  # noqa: BLE001 - a node without addresses: nothing to scrape
-            log.info("node %s: %s", name, getattr(e, "message", e))
+        status = node.get("status") or {}
+        addrs = {a.get("type"): a.get("address") for a in reversed(status.get("addresses") or [])}
+        host = next((addrs[t] for t in PREFERRED_ADDRESS_TYPES if addrs.get(t)), None)
+        if not host:
+            log.info("node %s: no address of types %s", name, ", ".join(PREFERRED_ADDRESS_TYPES))
             return None
+        port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port") or DEFAULT_KUBELET_PORT
         h = f"[{host}]" if ":" in host else host
         url = f"https://{h}:{port}/metrics/resource"
         try:

@@ -16,14 +16,14 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from ..api import errors as E
-from ..apiserver.authz import RequestAttributes
 from ..client.informer import Informer
 from ..tlsdefaults import harden_server_context
 from . import api
-from .auth import CONFIGMAP, DelegatedAuth, RequestHeaderConfig
+from .auth import CONFIGMAP, Attributes, DelegatedAuth, RequestHeaderConfig
 from .scraper import Scraper
 from .storage import MetricsStorage
 
@@ -43,9 +43,8 @@ class MetricsServerOptions:
 
 
 def _status_response(e: E.StatusError) -> web.Response:
-    from ..apiserver.handlers import status_response
-
-    return status_response(e)  # type: ignore[return-value]
+    return web.Response(body=orjson.dumps(e.status()), status=e.code, content_type="application/json",
+                        headers=dict(e.headers))
 
 
 class MetricsServer:
@@ -155,7 +154,7 @@ class MetricsServer:
                                                          "resource", {})
         parts = path[len(_PREFIX):].strip("/").split("/") if path.startswith(_PREFIX + "/") else []
         if not parts:
-            await self.auth.authorize(user, RequestAttributes(verb="get", path=path, resource_request=False))
+            await self.auth.authorize(user, Attributes(verb="get", path=path))
             if path in ("/healthz", "/livez", "/readyz"):
                 return web.Response(text="ok")
             doc = {"/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api.api_group()]},
@@ -171,8 +170,8 @@ class MetricsServer:
                 or (resource == "pods" and name and ns is None):
             raise E.new_not_found("", "")
         verb = "get" if name else ("watch" if request.query.get("watch") in ("1", "true") else "list")
-        await self.auth.authorize(user, RequestAttributes(verb=verb, api_group=api.GROUP, resource=resource,
-                                                          namespace=ns or "", name=name, resource_request=True))
+        await self.auth.authorize(user, Attributes(verb=verb, group=api.GROUP, resource=resource, namespace=ns or "",
+                                                   name=name))
         if verb == "watch":
             raise E.StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                                          "resource", {})
