@@ -290,3 +290,19 @@ def test_seed_replication_controller_autoscaled(cluster: Cluster) -> None:
     wait(lambda: get(cluster, "rc", "php-apache")["spec"]["replicas"] == 2, "the RC at 2")
     row = cluster.kubectl("get", "hpa", "php-apache").stdout.splitlines()[1].split()
     assert row[1] == "ReplicationController/php-apache" and row[3] == "<unknown>/50%"
+
+
+def test_the_controller_manager_process_gets_the_hpa_flags(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`pyk8s server --controller-manager-process` hands --horizontal-pod-autoscaler-sync-period to its
+    `pyk8s controller-manager`: with upstream's 15 s the first sync would come 15 s after the HPA."""
+    c = Cluster(str(tmp_path_factory.mktemp("hpa-cm")),
+                extra_args=["--controller-manager-process", "--horizontal-pod-autoscaler-sync-period", "1s",
+                            "--disable", "metrics-server"]).start()
+    try:
+        c.kubectl("create", "deployment", "web", "--image=busybox", "--replicas=1")
+        c.kubectl("create", "-f", "-", input=hpa("web", deploy("web"), {"minReplicas": 2}))
+        created = time.monotonic()
+        wait(lambda: get(c, "deployment", "web")["spec"]["replicas"] == 2, "web at 2", timeout=30)
+        assert time.monotonic() - created < 12
+    finally:
+        c.stop()
