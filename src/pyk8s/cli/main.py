@@ -117,7 +117,14 @@ def _server_parser(sub: Any) -> None:
                         "(the local node's service proxy and the built-in load balancer), servicelb (the load "
                         "balancer only), local-storage (the local-path provisioner and its default StorageClass, and "
                         "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
-                        "volumes' directories; docs/storage.md) (repeatable)")
+                        "volumes' directories; docs/storage.md), metrics-server (the metrics.k8s.io API; "
+                        "docs/metrics-server.md), hpa (the horizontal pod autoscaler; docs/hpa.md) (repeatable)")
+    from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
+
+    add_metrics_server_flags(p)
+    from ..controllers.podautoscaler import options as hpa_flags
+
+    hpa_flags.add_flags(p)
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
@@ -171,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import dns_cmd
 
     dns_cmd.add_parser(sub)
+    from . import metrics_server_cmd
+
+    metrics_server_cmd.add_parser(sub)
     from . import dev_cmd
 
     dev_cmd.add_parser(sub)
@@ -192,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         return datastore_cmd.run(args)
     if args.command == "dns":
         return dns_cmd.run(args)
+    if args.command == "metrics-server":
+        return metrics_server_cmd.run(args)
     if args.command == "dev":
         return dev_cmd.run(args)
     if args.command == "sim":
