@@ -47,7 +47,7 @@ EXTENSION_POINTS: dict[str, str] = {
     "postBind": "post_bind",
 }
 
-# v1.33 getDefaultPlugins (DynamicResources is off by default in 1.33).
+# v1.33 getDefaultPlugins (DynamicResources is off by default in 1.33), plus GPUShare.
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
@@ -66,6 +66,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
+    # Not upstream's: gpushare's extender built in; it skips pods without aliyun.com/gpu-mem.
+    ("GPUShare", 5),
     ("DefaultBinder", 0),
 )
 

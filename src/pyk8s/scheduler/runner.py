@@ -33,6 +33,7 @@ from ..api.timefmt import now_rfc3339
 from ..client import Client, EventRecorder, InformerFactory, LeaderElector, resource_path
 from .cache import Cache
 from .framework import Handle
+from .gpu_share_binder import annotate_gpu_share
 from .podinfo import DEFAULT_NAMESPACE_LABEL, PodInfo
 from .scheduler import Decision, Scheduler
 from .selectors import LabelSelector, compile_label_selector, selector_from_set
@@ -340,6 +341,9 @@ class SchedulerRunner:
             err = st.message()
         elif (verr := await self._bind_volumes(d)) is not None:
             err = f'running PreBind plugin "VolumeBinding": {verr}'
+        elif (gerr := await annotate_gpu_share(self.client, d.state, p.namespace, p.name,
+                                               (p.pod.get("metadata") or {}).get("uid", ""))) is not None:
+            err = f'running PreBind plugin "GPUShare": {gerr}'
         else:
             try:
                 await self.client.request("POST", resource_path(PODS, p.namespace, p.name, "binding"), d.binding)
