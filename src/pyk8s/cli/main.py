@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import dev_cmd
 
     dev_cmd.add_parser(sub)
+    from . import gpu_cmd
+
+    gpu_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -203,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         return ingress_cmd.run(args)
     if args.command == "netpol":
         return netpol_cmd.run(args)
+    if args.command == "gpu":
+        return gpu_cmd.run(args)
     return 2
 
 
