@@ -57,6 +57,13 @@ def test_filter_needs_one_gpu_with_room_not_just_node_total() -> None:
     assert run_filter(prof, gpu_pod("small", 6))[0]["n1"] is None
 
 
+def test_gpu_mem_without_gpu_count_is_one_gpu() -> None:
+    h = cluster([node("old", extra={"aliyun.com/gpu-mem": "16"})], [gpu_pod("a", 8, "old", 0)])
+    prof = one_plugin(GPUShare, h)
+    assert run_filter(prof, gpu_pod("fits", 8))[0]["old"] is None
+    assert run_filter(prof, gpu_pod("not", 9))[0]["old"] is not None
+
+
 def test_pods_without_gpu_mem_are_skipped() -> None:
     prof = one_plugin(GPUShare, cluster([node("plain")]))
     out, st, _ = run_filter(prof, pod("cpu-only"))

@@ -77,11 +77,12 @@ class GPUShare(Plugin):
     def _columns(self, table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(GPU count, GiB per GPU, GiB in use on the node) for ``rows``."""
         cm, cc = table.res_index.get(RESOURCE_MEM), table.res_index.get(RESOURCE_COUNT)
-        if cm is None or cc is None:
+        if cm is None:
             z = np.zeros(rows.size, dtype=np.int64)
             return z, z, z
         mem = table.take(table.alloc.vector(cm), rows)
-        count = table.take(table.alloc.vector(cc), rows)
+        count = table.take(table.alloc.vector(cc), rows) if cc is not None else np.zeros(rows.size, dtype=np.int64)
+        count = np.where((count <= 0) & (mem > 0), 1, count)  # gpu-mem without gpu-count: one GPU holds it all
         per_gpu = np.where(count > 0, mem // np.maximum(count, 1), 0)
         return count, per_gpu, table.take(table.req.vector(cm), rows)
 
