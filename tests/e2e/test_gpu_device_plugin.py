@@ -70,8 +70,11 @@ def env_of(e: Env, name: str) -> dict[str, str]:
 
 
 def test_registers_and_a_share_reaches_the_container(env: tuple[Env, Plugin]) -> None:
-    e, _ = env
+    e, plugin = env
     e.wait(lambda: allocatable(e) == WANT, 30, "GPU resources in node allocatable")
+    socks = sorted(f for f in os.listdir(plugin.dir) if f.startswith("pyk8s-gpu-"))
+    assert socks == ["pyk8s-gpu-count.sock", "pyk8s-gpu-mem.sock", "pyk8s-gpu-nvidia.sock"]
+    assert all(os.stat(os.path.join(plugin.dir, f)).st_mode & 0o777 == 0o600 for f in socks)  # reaching it is the authn
     script = "env | grep -E '^(NVIDIA|ALIYUN)' | sort; echo DONE; sleep 3600"
     e.create(busybox_pod("share", script, containers=[container(
         "c", script, resources={"limits": {"aliyun.com/gpu-mem": "4"}})]))

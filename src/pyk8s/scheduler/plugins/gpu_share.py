@@ -13,6 +13,12 @@ pods it never saw from their annotation: a user editing ``ALIYUN_COM_GPU_MEM_IDX
 cannot move its share in our books (the choice made at Reserve overwrites whatever the pod
 carried when it was created). Nodes without gpu-mem pods are judged by numpy expressions;
 only nodes holding shares are summed per GPU in Python.
+
+bench/scheduler.py SchedulingGPUShare (5,000 nodes x 8 GPUs x 16 GiB, 5,000 pods of 2-12 GiB,
+through the API on a shared 2-core machine): 118 pods/s against 149 for
+SchedulingWithExtendedResource in the same run (upstream's floor 180); the difference is mostly
+the annotation PATCH each pod costs the API server (1.98 vs 1.37 ms of server CPU per pod),
+the scheduler's own cost rising from 0.99 to 1.17 ms per pod.
 """
 
 from __future__ import annotations
