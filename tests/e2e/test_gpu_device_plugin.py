@@ -96,6 +96,23 @@ def test_a_whole_gpu_gets_its_uuid(env: tuple[Env, Plugin]) -> None:
     assert got in (f"GPU-fake-{e.node}-0", f"GPU-fake-{e.node}-1")
 
 
+def test_a_pod_bound_by_hand_cannot_overcommit_a_gpu(env: tuple[Env, Plugin]) -> None:
+    """A pod that skips the scheduler (spec.nodeName) with forged annotations naming GPU 0, which holds
+    the 4 GiB share above, asks for all 16 GiB of it: the plugin refuses, the kubelet fails the pod."""
+    e, _ = env
+    forged = {"ALIYUN_COM_GPU_MEM_IDX": "0", "ALIYUN_COM_GPU_MEM_ASSIGNED": "false",
+              "ALIYUN_COM_GPU_MEM_ASSUME_TIME": "1", "ALIYUN_COM_GPU_MEM_POD": "16", "ALIYUN_COM_GPU_MEM_DEV": "16"}
+    p = busybox_pod("forged", "sleep 3600", nodeName=e.node, containers=[container(
+        "c", "sleep 3600", resources={"limits": {"aliyun.com/gpu-mem": "16"}})])
+    p["metadata"]["annotations"] = forged
+    e.create(p)
+    got = e.wait_pod("forged", lambda x: x["status"].get("phase") == "Failed", 30)
+    assert got["status"]["reason"] == "UnexpectedAdmissionError"
+    assert "GPU 0 of node" in got["status"]["message"] and "has 12 GiB free, the pod asks for 16 GiB" in \
+        got["status"]["message"], got["status"]["message"]
+    e.delete_pod("forged")
+
+
 def test_registers_again_after_a_kubelet_restart(env: tuple[Env, Plugin]) -> None:
     e, _ = env
     e.agent.stop()
