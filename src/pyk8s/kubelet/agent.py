@@ -88,6 +88,7 @@ class KubeletConfig:
     flannel_backend: str = "none"  # routes to other nodes' pods (pyk8s.flannel): auto, host-gw, vxlan or none
     flannel_kubeconfig: str = ""  # flannel's own identity (it lists every Node); "": the kubelet's
     root_dir: str = ""  # upstream's --root-dir (pods/, device-plugins/, pod-resources/); "": <data-dir>/kubelet
+    device_plugins: bool = True  # the device manager and pod-resources sockets (`pyk8s server --disable device-plugins`)
 
 
 def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -238,7 +239,8 @@ class Kubelet:
         self.pleg = PLEG(self.runtime, self.pod_workers.wake)
         await self.pleg.relist()  # know what already runs before pods arrive, to adopt it
         # before pods are admitted: the checkpoint holds the devices of those already running
-        self.devices, self.pod_resources = await start_device_manager(self)
+        if self.config.device_plugins:
+            self.devices, self.pod_resources = await start_device_manager(self)
         self.node_manager.extended_resources = self.devices.capacity if self.devices is not None else None
         self.service_informer = Informer(self.client, SERVICES)
         self.service_informer.start()
@@ -806,7 +808,8 @@ async def start_local_agent(server: Any, args: Any, component_client: Callable[.
                                            cluster_dns=_server_cluster_dns(args),
                                            cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local",
                                            cluster_cidr=server.config.cluster_cidr,
-                                           flannel_backend=getattr(args, "flannel_backend", None) or "none"))
+                                           flannel_backend=getattr(args, "flannel_backend", None) or "none",
+                                           device_plugins="device-plugins" not in (getattr(args, "disable", None) or ())))
         kl.owns_client = True
         return kl
 
