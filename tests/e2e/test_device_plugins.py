@@ -201,6 +201,20 @@ def test_device_plugin_lifecycle(fx: Fixture) -> None:
     for name in ("second", "after"):
         env.delete_pod(name, 0)
 
+    # a static pod's devices are allocated too (its admission skips everything else)
+    env.wait(lambda: not {"second", "after"} & set(_held(fx, plugin)), 30, "devices freed")
+    manifest = os.path.join(env.data, "manifests", "static-dev.json")
+    os.makedirs(os.path.dirname(manifest), exist_ok=True)
+    with open(manifest, "w") as f:
+        json.dump(_dev_pod("static-dev", 3), f)
+    mirror = f"static-dev-{env.node}"
+    try:
+        env.wait_running(mirror, 40)
+        assert "EXAMPLE_DEVICES=dev0,dev1,dev2" in _exec(env, mirror, "env").stdout
+    finally:
+        os.unlink(manifest)
+    env.wait_gone(mirror, 30)
+
 
 def test_registration_refusals_and_socket_modes(fx: Fixture) -> None:
     """Bad registrations get upstream's errors; only root reaches the sockets."""
@@ -230,6 +244,15 @@ def test_registration_refusals_and_socket_modes(fx: Fixture) -> None:
     cp = os.path.join(fx.plugin_dir, "kubelet_internal_checkpoint")
     assert stat.S_IMODE(os.stat(cp).st_mode) == 0o600
 
+    # a plugin that goes away keeps its capacity, with nothing allocatable (upstream's grace period)
+    env = fx.env
+    env.wait(lambda: env.node_obj()["status"]["allocatable"].get("example.com/probe") == "1", 20, "probe allocatable")
+    plugin.stop()
+    fx.plugins.remove(plugin)
+    env.wait(lambda: (env.node_obj()["status"]["capacity"].get("example.com/probe"),
+                      env.node_obj()["status"]["allocatable"].get("example.com/probe")) == ("1", "0"), 20,
+             "probe capacity kept, allocatable 0")
+
 
 def test_untrusted_answers_fail_the_container_not_the_kubelet(fx: Fixture) -> None:
     """A plugin answering with a regular file as a device node, or a mount over the container's root: the
@@ -243,9 +266,13 @@ def test_untrusted_answers_fail_the_container_not_the_kubelet(fx: Fixture) -> No
     def root_mount(ids: list[str]) -> pb.ContainerAllocateResponse:
         return pb.ContainerAllocateResponse(mounts=[pb.Mount(container_path="/", host_path="/")])
 
+    def refuses(ids: list[str]) -> pb.ContainerAllocateResponse:
+        raise ValueError("no devices for you")
+
     fx.plugin("example.com/notdev", ["n0"], not_a_device)
     fx.plugin("example.com/rootmount", ["r0"], root_mount)
-    for res in ("example.com/notdev", "example.com/rootmount"):
+    fx.plugin("example.com/refuses", ["f0"], refuses)
+    for res in ("example.com/notdev", "example.com/rootmount", "example.com/refuses"):
         env.wait(lambda res=res: env.node_obj()["status"]["allocatable"].get(res) == "1", 20, f"{res} allocatable")
     for name, res, reason, text in (
             ("notdev", "example.com/notdev", "CreateContainerError", '"/etc/passwd": not a device node'),
@@ -258,4 +285,13 @@ def test_untrusted_answers_fail_the_container_not_the_kubelet(fx: Fixture) -> No
         p = env.wait_pod(name, waiting, 40)
         assert text in p["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
         env.delete_pod(name, 0)
+    # Allocate failing: the pod is refused with the plugin's error inside upstream's words
+    env.create(busybox_pod("refused", SLEEP, containers=[container("c", SLEEP, resources={
+        "limits": {"example.com/refuses": "1"}})]))
+    p = env.wait_pod("refused", lambda p: p["status"].get("phase") == "Failed", 30)
+    assert p["status"]["reason"] == "UnexpectedAdmissionError"
+    msg = p["status"]["message"]
+    assert msg.startswith("Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = ") \
+        and "no devices for you" in msg and msg.endswith(", which is unexpected"), msg
+    env.delete_pod("refused", 0)
     assert env.node_ready()

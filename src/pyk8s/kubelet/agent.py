@@ -420,7 +420,8 @@ class Kubelet:
     async def admit(self, pod: dict[str, Any], uid: str) -> tuple[str, str] | None:
         """upstream canAdmitPod: eviction (node pressure), node affinity, resources, host ports."""
         if pod["metadata"].get("annotations", {}).get("kubernetes.io/config.source", "api") != "api":
-            return None  # static pods are critical
+            # static pods are critical: only their devices are allocated
+            return await self.devices.admit(pod) if self.devices is not None else None
         r = self.eviction.admit(pod)
         if r is not None:
             return r
