@@ -55,6 +55,8 @@ class ExamplePlugin(pbg.DevicePluginServicer):
         return self
 
     def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
         with contextlib.suppress(Exception):
             self.call(self._stop())
         self.loop.call_soon_threadsafe(self.loop.stop)
