@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 import time
 
@@ -59,6 +60,10 @@ def test_grace_then_zero_and_restart_from_checkpoint() -> None:
             await m2.start()
             assert m2.capacity() == ({RES: "0"}, {RES: "0"})
             assert m2.container_devices("pod-a", "c") == {RES: ["d0", "d1"]}
+            # (no await since start: the plugin cannot have registered yet) a known resource with no devices
+            assert await m2.admit(_pod("early", 1)) == (
+                "UnexpectedAdmissionError", "Allocate failed due to requested number of devices unavailable for "
+                "example.com/dev. Requested: 1, Available: 0, which is unexpected")
             await _until(lambda: m2.capacity() == ({RES: "3"}, {RES: "3"}))  # re-registered (kubelet.sock is new)
             assert (await m2.run_options("pod-a", "c")).envs == {"IDS": "d0,d1"}  # from the checkpoint, no new Allocate
             assert plugin.allocate_calls == [["d0", "d1"]]
@@ -79,4 +84,7 @@ def test_grace_then_zero_and_restart_from_checkpoint() -> None:
         finally:
             await asyncio.to_thread(plugin.stop)
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -282,7 +282,7 @@ class DeviceManager:
                                       f"{json.dumps(resource)} from {len(have[0])} to {n}")
             return have[0]  # already allocated (a kubelet restart re-admits running pods)
         r = self.resources.get(resource)
-        if r is None or (r.endpoint is None and not r.healthy):
+        if r is None:  # a resource known from the checkpoint counts as registered, with no devices yet
             raise AllocationError(f"can't allocate unregistered device {resource}")
         taken = sorted(reusable & r.healthy)[:n]
         needed = n - len(taken)
