@@ -295,3 +295,28 @@ def test_untrusted_answers_fail_the_container_not_the_kubelet(fx: Fixture) -> No
         and "no devices for you" in msg and msg.endswith(", which is unexpected"), msg
     env.delete_pod("refused", 0)
     assert env.node_ready()
+
+
+def test_hand_patched_extended_resource_fits_at_admission(fx: Fixture) -> None:
+    """An extended resource no plugin manages (patched into node status by hand, as upstream's docs show):
+    a pod bound to the node past it is refused as upstream's admission does, one that fits runs."""
+    env = fx.env
+    res = "example.com/handmade"
+    env.api("PATCH", f"/api/v1/nodes/{env.node}/status",
+            {"status": {"capacity": {res: "1"}, "allocatable": {res: "1"}}},
+            headers={"Content-Type": "application/merge-patch+json"})
+    env.create(busybox_pod("hand-big", SLEEP, nodeName=env.node,
+                           containers=[container("c", SLEEP, resources={"limits": {res: "2"}})]))
+    p = env.wait_pod("hand-big", lambda p: p["status"].get("phase") == "Failed", 30)
+    assert p["status"]["reason"] == "OutOfexample.com/handmade"
+    assert p["status"]["message"] == ("Pod was rejected: Node didn't have enough resource: example.com/handmade, "
+                                      "requested: 2, used: 0, capacity: 1")
+    env.create(busybox_pod("hand-ok", SLEEP, nodeName=env.node,
+                           containers=[container("c", SLEEP, resources={"limits": {res: "1"}})]))
+    env.wait_running("hand-ok", 40)
+    env.create(busybox_pod("hand-second", SLEEP, nodeName=env.node,
+                           containers=[container("c", SLEEP, resources={"limits": {res: "1"}})]))
+    p = env.wait_pod("hand-second", lambda p: p["status"].get("phase") == "Failed", 30)
+    assert p["status"]["message"].endswith("requested: 1, used: 1, capacity: 1")
+    for name in ("hand-big", "hand-ok", "hand-second"):
+        env.delete_pod(name, 0)

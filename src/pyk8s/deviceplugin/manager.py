@@ -30,6 +30,7 @@ from typing import Any
 
 import grpc
 
+from ..api.quantity import parse_quantity
 from ..api.validation.resources import is_extended_resource
 from ..datadir import ensure_private_dir
 from . import checkpoint
@@ -71,8 +72,8 @@ def container_device_requests(c: dict[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, q in want.items():
         if is_extended_resource(name):
-            with contextlib.suppress(ValueError, TypeError):
-                out[name] = int(str(q))
+            with contextlib.suppress(ValueError, TypeError):  # validation let only integers through
+                out[name] = parse_quantity(q).to_int()
     return out
 
 

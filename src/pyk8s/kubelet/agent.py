@@ -27,7 +27,7 @@ from ..api.quantity import parse_quantity
 from ..client import Client, EventRecorder, Informer
 from ..datadir import create_private_file, ensure_private_dir
 from .backoff import Backoff
-from .devices import start_device_manager
+from .devices import extended_resources_fit, start_device_manager
 from .dns import read_host_resolv
 from .eviction import DEFAULT_HARD, EvictionManager, parse_thresholds
 from .images.reference import ReferenceError, parse_reference
@@ -457,9 +457,27 @@ class Kubelet:
                     key = (p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", p["hostPort"])
                     if any(k[1:] == key[1:] and (k[0] == key[0] or "0.0.0.0" in (k[0], key[0])) for k in ports):
                         return "NodePorts", "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+        r = await self._extended_resources_fit(pod, others)
+        if r is not None:
+            return r
         if self.devices is not None:  # last, so a pod rejected above holds no devices
             return await self.devices.admit(pod)
         return None
+
+    async def _extended_resources_fit(self, pod: dict[str, Any], others: list[dict[str, Any]]) -> tuple[str, str] | None:
+        """Extended resources no device plugin manages, against the node's allocatable; on a shortage judged again
+        on the node as the API server has it now (a hand-patched resource may be newer than our copy)."""
+        managed = self.devices.resources if self.devices is not None else ()
+        r = extended_resources_fit(pod, others, (self.node_manager.node.get("status") or {}).get("allocatable") or {},
+                                   managed)
+        if r is None:
+            return None
+        try:
+            fresh = await self.client.get(NODES, self.node_name)
+        except Exception as e:  # the API unreachable: judge on what we have
+            log.info("re-reading node %s for admission: %s", self.node_name, e)
+            return r
+        return extended_resources_fit(pod, others, (fresh.get("status") or {}).get("allocatable") or {}, managed)
 
     async def _node_affinity_admits(self, pod: dict[str, Any]) -> bool:
         """Our copy of the node can be older than the labels the scheduler placed the pod by: on a mismatch,
