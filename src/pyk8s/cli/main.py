@@ -114,7 +114,8 @@ def _server_parser(sub: Any) -> None:
                         "(the local node's service proxy and the built-in load balancer), servicelb (the load "
                         "balancer only), local-storage (the local-path provisioner and its default StorageClass, and "
                         "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
-                        "volumes' directories; docs/storage.md) (repeatable)")
+                        "volumes' directories; docs/storage.md), device-plugins (the local kubelet's device-plugin "
+                        "Registration and pod-resources sockets; docs/device-plugins.md) (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
