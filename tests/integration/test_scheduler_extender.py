@@ -28,8 +28,9 @@ RESOURCE = "example.com/widget"
 class Extender:
     """Filter: refuses n1 (resolvable) and n4 (unresolvable); prioritize: n3 best; bind: via the API."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, cache_capable: bool = False) -> None:
         self.cluster = cluster
+        self.cache_capable = cache_capable
         self.calls: list[tuple[str, Any]] = []
         ext = self
 
@@ -54,6 +55,8 @@ class Extender:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def filter(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.cache_capable:  # names only: it keeps its own node cache; passes every node
+            return {"Nodes": None, "NodeNames": args["NodeNames"], "FailedNodes": {}, "Error": ""}
         names = [n["metadata"]["name"] for n in args["Nodes"]["items"]]
         keep = [n for n in args["Nodes"]["items"] if n["metadata"]["name"] not in ("n1", "n4")]
         return {"Nodes": {"items": keep}, "NodeNames": None,
@@ -95,17 +98,20 @@ def pod(name: str, widget: bool = True, scheduler: str = "default-scheduler") ->
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Extender]]:
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Extender, Extender]]:
     tmp = tmp_path_factory.mktemp("extender")
     c = Cluster(str(tmp / "data"), ["--disable", "scheduler"])
     c.start()
     ext = Extender(c)
+    names_only = Extender(c, cache_capable=True)
     managed = [{"name": RESOURCE, "ignoredByScheduler": False}]
     cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
            "profiles": [{"schedulerName": "default-scheduler"}, {"schedulerName": "strict"}],
            "extenders": [
                {"urlPrefix": ext.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "bindVerb": "bind",
                 "weight": 5, "httpTimeout": "5s", "managedResources": managed},
+               {"urlPrefix": names_only.url, "filterVerb": "filter", "nodeCacheCapable": True,
+                "managedResources": managed},
                # down, but ignorable: skipped
                {"urlPrefix": "http://127.0.0.1:9/nowhere", "filterVerb": "filter", "ignorable": True,
                 "managedResources": managed},
@@ -118,11 +124,12 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Ext
     try:
         c.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
                                                         "items": [node(f"n{i}") for i in range(1, 5)]}))
-        yield c, ext
+        yield c, ext, names_only
     finally:
         proc.terminate()
         proc.wait(10)
         ext.server.shutdown()
+        names_only.server.shutdown()
         c.stop()
 
 
@@ -130,27 +137,30 @@ def get_pod(c: Cluster, name: str) -> dict[str, Any]:
     return json.loads(c.kubectl("get", "pod", name, "-o", "json").stdout)
 
 
-def test_filter_prioritize_and_bind_go_through_the_extender(env: tuple[Cluster, Extender]) -> None:
-    c, ext = env
+def test_filter_prioritize_and_bind_go_through_the_extender(env: tuple[Cluster, Extender, Extender]) -> None:
+    c, ext, names_only = env
     c.kubectl("create", "-f", "-", input=json.dumps(pod("w1")))
     bound = wait_for(lambda: get_pod(c, "w1")["spec"].get("nodeName"), 20, "w1 bound")
     assert bound == "n3"  # n1 and n4 filtered out; n3's extender score × 5 × 10 outweighs our own scores
     assert ext.verbs("w1") == ["filter", "prioritize", "bind"]
     f = next(a for v, a in ext.calls if v == "filter" and a["Pod"]["metadata"]["name"] == "w1")
     assert f["NodeNames"] is None and sorted(n["metadata"]["name"] for n in f["Nodes"]["items"]) == ["n1", "n2", "n3", "n4"]
+    # a nodeCacheCapable extender gets names only: those the first extender left
+    nc = next(a for v, a in names_only.calls if a["Pod"]["metadata"]["name"] == "w1")
+    assert nc["Nodes"] is None and sorted(nc["NodeNames"]) == ["n2", "n3"]
     b = next(a for v, a in ext.calls if v == "bind" and a["PodName"] == "w1")
     assert b == {"PodName": "w1", "PodNamespace": "default", "PodUID": get_pod(c, "w1")["metadata"]["uid"], "Node": "n3"}
 
 
-def test_pods_without_a_managed_resource_never_reach_it(env: tuple[Cluster, Extender]) -> None:
-    c, ext = env
+def test_pods_without_a_managed_resource_never_reach_it(env: tuple[Cluster, Extender, Extender]) -> None:
+    c, ext, names_only = env
     c.kubectl("create", "-f", "-", input=json.dumps(pod("plain", widget=False)))
     assert wait_for(lambda: get_pod(c, "plain")["spec"].get("nodeName"), 20, "plain bound") in ("n1", "n2", "n3", "n4")
     assert ext.verbs("plain") == []
 
 
-def test_extender_verdicts_are_in_failed_scheduling(env: tuple[Cluster, Extender]) -> None:
-    c, ext = env
+def test_extender_verdicts_are_in_failed_scheduling(env: tuple[Cluster, Extender, Extender]) -> None:
+    c, ext, names_only = env
     for n in ("n2", "n3"):
         c.kubectl("cordon", n)
     try:
