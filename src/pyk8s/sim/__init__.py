@@ -589,10 +589,15 @@ class Simulator:
     def _allocate_gpu_share(self, sp: SimPod) -> None:
         """What the GPU plugin's Allocate does for a gpu-mem pod, once per pod (see sim/gpus.py)."""
         assert self.gpus is not None
-        patch = self.gpus.allocation_patch(sp.pod, sp.node)
+        others = [o.pod for uid in self.pods_by_node.get(sp.node, ()) if uid != sp.uid and (o := self.pods.get(uid))]
+        patch = self.gpus.allocation_patch(sp.pod, sp.node, others)
         if patch is None or sp.gpu_allocated:
             return
         sp.gpu_allocated = True
+        # seen at once by the node's next allocation, before the informer brings the write back
+        md = sp.pod.get("metadata") or {}
+        sp.pod = {**sp.pod, "metadata": {**md, "annotations": {**(md.get("annotations") or {}),
+                                                              **patch["metadata"]["annotations"]}}}
 
         async def write() -> None:
             try:
