@@ -10,7 +10,9 @@ kube-scheduler calls them, with the JSON of `k8s.io/kube-scheduler/extender/v1`.
 - prioritizeVerb: the HostPriorityList scores (0..10) × weight × 10 are added to the plugins'
   totals; errors are ignored, as upstream.
 - bindVerb: the interested extender binds the pod (ExtenderBindingArgs) instead of DefaultBinder.
-- preemptVerb is accepted and validated but not called: preemption runs without extenders.
+- preemptVerb: DefaultPreemption's candidate nodes and victims (ExtenderPreemptionArgs, victims as
+  whole pods or, nodeCacheCapable, as UIDs) are narrowed by the extender's ExtenderPreemptionResult
+  before the best candidate is picked.
 """
 
 from __future__ import annotations
@@ -207,6 +209,32 @@ class HTTPExtender:
         for hp in res:
             score = max(0, min(int(hp.get("Score") or 0), MAX_EXTENDER_PRIORITY))
             out[str(hp.get("Host") or "")] = score * self.cfg.weight * scale
+        return out
+
+    async def process_preemption(self, pod: PodInfo, candidates: Sequence[Any]) -> list[Any]:
+        """Upstream ProcessPreemption: the extender keeps the candidate nodes (and victims) it agrees with.
+        `candidates` are DefaultPreemption's (node, victims, num_pdb_violations); returns those left, with the
+        victims the extender named (by UID, among the candidate's own)."""
+        from .plugins.default_preemption import Candidate
+
+        def victims(c: Any, meta: bool) -> dict[str, Any]:
+            pods = [{"UID": (v.pod.get("metadata") or {}).get("uid", "")} if meta else v.pod for v in c.victims]
+            return {"Pods": pods, "NumPDBViolations": c.num_pdb_violations}
+
+        meta = self.cfg.node_cache_capable
+        args = {"Pod": pod.pod,
+                "NodeNameToVictims": None if meta else {c.node: victims(c, False) for c in candidates},
+                "NodeNameToMetaVictims": {c.node: victims(c, True) for c in candidates} if meta else None}
+        res = await self._send(self.cfg.preempt_verb, args) or {}
+        by_node = {c.node: c for c in candidates}
+        out = []
+        for node, mv in (res.get("NodeNameToMetaVictims") or {}).items():
+            c = by_node.get(node)
+            if c is None:
+                continue  # an extender cannot add nodes
+            own = {(v.pod.get("metadata") or {}).get("uid", ""): v for v in c.victims}
+            picked = [own[u] for u in (str((x or {}).get("UID", "")) for x in (mv or {}).get("Pods") or ()) if u in own]
+            out.append(Candidate(node, picked, int((mv or {}).get("NumPDBViolations") or 0)))
         return out
 
     async def bind(self, pod: PodInfo, node: str) -> None:

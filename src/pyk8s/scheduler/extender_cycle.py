@@ -9,11 +9,13 @@ the calls and mapped back to rows afterwards (a node gone meanwhile is dropped).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 
 from .extender import ExtenderError, HTTPExtender
-from .framework import Code, CycleState, ScheduleResult, Status, select_host
+from .framework import Code, CycleState, Diagnosis, PostFilterResult, ScheduleResult, Status, select_host
+from .podinfo import PodInfo
 from .queue import QueuedPodInfo
 from .scheduler import Decision, Scheduler
 
@@ -69,7 +71,16 @@ async def schedule_with_extenders(sched: Scheduler, qpi: QueuedPodInfo, extender
     rows = np.array([table.index[n] for n in cand if n in table.index], dtype=np.int64)
     if rows.size == 0:
         result = ScheduleResult(None, processed, 0, diag, Status(Code.UNSCHEDULABLE))
-        if prof.post_filter:
+        preempters = [e for e in extenders if e.cfg.preempt_verb]
+        dp = prof.plugins.get("DefaultPreemption")
+        if preempters and dp is not None and [pl.name for pl in prof.post_filter] == ["DefaultPreemption"]:
+            try:
+                pf, st = await _preempt_with_extenders(dp, state, p, diag, preempters)
+            except ExtenderError as e:
+                return sched.decide(qpi, prof, state, ScheduleResult(None, status=Status(Code.ERROR, (str(e),))))
+            diag.post_filter_msg = st.message()
+            result.post_filter = pf
+        elif prof.post_filter:
             pf, st = prof.run_post_filter(state, p, diag)
             diag.post_filter_msg = st.message()
             result.post_filter = pf
@@ -95,3 +106,24 @@ async def schedule_with_extenders(sched: Scheduler, qpi: QueuedPodInfo, extender
         return sched.decide(qpi, prof, state, ScheduleResult(
             None, status=Status(Code.ERROR, (f'node "{chosen}" not found',))))
     return sched.decide(qpi, prof, state, ScheduleResult(chosen, evaluated, int(rows.size), diag))
+
+
+async def _preempt_with_extenders(dp: Any, state: CycleState, p: PodInfo, diag: Diagnosis,
+                                  extenders: list[HTTPExtender]) -> tuple[PostFilterResult | None, Status]:
+    """DefaultPreemption with upstream's callExtenders between finding the candidates and picking one."""
+    candidates, early, st = dp.find_candidates(state, p, diag)
+    if candidates is not None:
+        for ext in extenders:
+            try:
+                candidates = await ext.process_preemption(p, candidates)
+            except ExtenderError as e:
+                if ext.cfg.ignorable:
+                    log.warning("skipping ignorable extender %s: %s", ext.name, e)
+                    continue
+                raise
+            if not candidates:
+                break
+        early, st = dp.choose(p, candidates)
+    if st.message():  # as DefaultPreemption.post_filter words it
+        st = Status(st.code, ("preemption: " + st.message(),), dp.name)
+    return early, st

@@ -1,9 +1,12 @@
-"""Extender configuration (validated as upstream) and a non-ignorable extender's failure."""
+"""Extender configuration (validated as upstream), a non-ignorable extender's failure, and the preempt verb."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -73,3 +76,67 @@ def test_a_failing_non_ignorable_extender_fails_the_cycle_with_its_error() -> No
     d = got["w"][1]
     assert d.node is None and d.reason == "SchedulerError"
     assert d.message.startswith(f'Post "{url}/filter": '), d.message
+
+
+class _PreemptExtender:
+    """An extender serving only preemptVerb that vetoes node n2; the args it got are kept."""
+
+    def __init__(self) -> None:
+        self.args: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.args.append(args)
+                keep = {n: {"Pods": [{"UID": p["metadata"]["uid"]} for p in v["Pods"]],
+                            "NumPDBViolations": v["NumPDBViolations"]}
+                        for n, v in (args["NodeNameToVictims"] or {}).items() if n != "n2"}
+                body = json.dumps({"NodeNameToMetaVictims": keep}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/ext"
+
+
+def _widget_pod(name: str, priority: int, node_name: str = "") -> dict:
+    p = pod(name, requests={"example.com/w": "1"}, node_name=node_name, priority=priority)
+    p["spec"]["containers"][0]["resources"]["limits"] = {"example.com/w": "1"}
+    return p
+
+
+def test_the_preempt_verb_narrows_preemption_candidates() -> None:
+    """Without the extender the victim of priority 0 on n2 would go (the lower-priority victim wins);
+    the extender vetoes n2, so n1 is nominated with its own victim."""
+    ext = _PreemptExtender()
+    s = Scheduler({"apiVersion": API, "extenders": [
+        {"urlPrefix": ext.url, "preemptVerb": "preempt", "managedResources": [{"name": "example.com/w"}]}]})
+    for n in ("n1", "n2"):
+        s.on_node_add(node(n, extra={"example.com/w": "1"}))
+    s.on_pod_add(_widget_pod("low-1", 10, "n1"))
+    s.on_pod_add(_widget_pod("low-2", 0, "n2"))
+    s.on_pod_add(_widget_pod("high", 1000))
+
+    async def run() -> object:
+        qpi = s.queue.pop()
+        d = await schedule_with_extenders(s, qpi, interested_extenders(s, qpi))
+        for e in s.extenders:
+            await e.close()
+        return d
+
+    try:
+        d = asyncio.run(run())
+    finally:
+        ext.server.shutdown()
+    assert d.node is None and d.nominated_node == "n1" and [v.name for v in d.victims] == ["low-1"]
+    sent = ext.args[0]
+    assert sent["NodeNameToMetaVictims"] is None and sent["Pod"]["metadata"]["name"] == "high"
+    assert {n: [p["metadata"]["name"] for p in v["Pods"]] for n, v in sent["NodeNameToVictims"].items()} == {
+        "n1": ["low-1"], "n2": ["low-2"]}
