@@ -121,9 +121,7 @@ def _ssl_context(cfg: ExtenderConfig) -> ssl.SSLContext | bool:
             ctx.load_cert_chain(f.name)
     elif cert and key:
         ctx.load_cert_chain(cert, key)
-    if tls.get("serverName"):
-        ctx.check_hostname = True
-    return ctx
+    return ctx  # serverName, when given, is the name the certificate is checked against (_send)
 
 
 def _b64text(v: Any) -> str:
@@ -166,7 +164,8 @@ class HTTPExtender:
                 timeout=aiohttp.ClientTimeout(total=self.cfg.http_timeout))
         url = f"{self.cfg.url_prefix}/{verb}"
         try:
-            async with self._session.post(url, data=json.dumps(args), headers={"Content-Type": "application/json"}) as r:
+            async with self._session.post(url, data=json.dumps(args), headers={"Content-Type": "application/json"},
+                                          server_hostname=self.cfg.tls.get("serverName") or None) as r:
                 body = await r.read()
                 if r.status != 200:
                     raise ExtenderError(f"failed {verb} with extender at URL {url}, code {r.status}")

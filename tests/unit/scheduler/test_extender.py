@@ -7,6 +7,7 @@ import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -140,3 +141,63 @@ def test_the_preempt_verb_narrows_preemption_candidates() -> None:
     assert sent["NodeNameToMetaVictims"] is None and sent["Pod"]["metadata"]["name"] == "high"
     assert {n: [p["metadata"]["name"] for p in v["Pods"]] for n, v in sent["NodeNameToVictims"].items()} == {
         "n1": ["low-1"], "n2": ["low-2"]}
+
+
+def _https_filter_extender(tmp_path: Any) -> tuple[ThreadingHTTPServer, str, str]:
+    """An HTTPS extender whose filter keeps every node; returns (server, url, its CA as caData)."""
+    import base64
+    import ssl
+
+    from pyk8s.pki import self_signed_serving_cert
+
+    chain, key = self_signed_serving_cert("127.0.0.1", ["127.0.0.1"])
+    (tmp_path / "tls.crt").write_bytes(chain)
+    (tmp_path / "tls.key").write_bytes(key)
+    ca = b"-----BEGIN CERTIFICATE-----" + chain.split(b"-----BEGIN CERTIFICATE-----")[2]
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = json.dumps({"Nodes": args["Nodes"], "FailedNodes": {}, "Error": ""}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"https://127.0.0.1:{srv.server_address[1]}/ext", base64.b64encode(ca).decode()
+
+
+@pytest.mark.parametrize("tls,ok", [({"caData": "CA"}, True), ({"insecure": True}, True), ({}, False),
+                                    ({"caData": "CA", "serverName": "wrong.example"}, False)])
+def test_https_extender_verifies_its_certificate_unless_insecure(tmp_path: Any, tls: dict, ok: bool) -> None:
+    srv, url, ca = _https_filter_extender(tmp_path)
+    tls = {k: (ca if v == "CA" else v) for k, v in tls.items()}
+    s = Scheduler({"apiVersion": API, "extenders": [
+        {"urlPrefix": url, "filterVerb": "filter", "enableHTTPS": True, "tlsConfig": tls,
+         "managedResources": [{"name": "example.com/w"}]}]})
+    s.on_node_add(node("n1", extra={"example.com/w": "1"}))
+    s.on_pod_add(_widget_pod("w", 0))
+
+    async def run() -> Any:
+        qpi = s.queue.pop()
+        d = await schedule_with_extenders(s, qpi, interested_extenders(s, qpi))
+        for e in s.extenders:
+            await e.close()
+        return d
+
+    try:
+        d = asyncio.run(run())
+    finally:
+        srv.shutdown()
+    if ok:
+        assert d.node == "n1"
+    else:  # a certificate nobody vouches for: the cycle fails, as any non-ignorable extender error
+        assert d.node is None and d.reason == "SchedulerError" and "certificate verify failed" in d.message, d.message
