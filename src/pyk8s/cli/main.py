@@ -118,7 +118,9 @@ def _server_parser(sub: Any) -> None:
                         "balancer only), local-storage (the local-path provisioner and its default StorageClass, and "
                         "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
                         "volumes' directories; docs/storage.md), metrics-server (the metrics.k8s.io API; "
-                        "docs/metrics-server.md), hpa (the horizontal pod autoscaler; docs/hpa.md) (repeatable)")
+                        "docs/metrics-server.md), hpa (the horizontal pod autoscaler; docs/hpa.md), device-plugins (the "
+                        "local kubelet's device-plugin Registration and pod-resources sockets; docs/device-plugins.md) "
+                        "(repeatable)")
     from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
 
     add_metrics_server_flags(p)
@@ -184,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     from . import dev_cmd
 
     dev_cmd.add_parser(sub)
+    from . import gpu_cmd
+
+    gpu_cmd.add_parser(sub)
+    from . import device_plugin_cmd
+
+    device_plugin_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -218,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         return ingress_cmd.run(args)
     if args.command == "netpol":
         return netpol_cmd.run(args)
+    if args.command == "gpu":
+        return gpu_cmd.run(args)
+    if args.command == "device-plugin":
+        return device_plugin_cmd.run(args)
     return 2
 
 

@@ -93,6 +93,7 @@ class NodeTemplate:
     taints: list[dict[str, str]] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
     kubelet_port: int = 10250  # status.daemonEndpoints.kubeletEndpoint.Port
+    extended: dict[str, str] = field(default_factory=dict)  # extended resources (simulated GPUs)
 
 
 @dataclass
@@ -198,6 +199,7 @@ def node_status(tpl: NodeTemplate, node: SimNode, now: str,
         "ephemeral-storage": tpl.ephemeral_storage,
         "hugepages-1Gi": "0",
         "hugepages-2Mi": "0",
+        **tpl.extended,
     }
     machine_id = hashlib.md5(node.name.encode()).hexdigest()  # noqa: S324 - a fake ID, not security
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..framework import Plugin
 from .default_binder import DefaultBinder
 from .default_preemption import DefaultPreemption
+from .gpu_share import GPUShare
 from .image_locality import ImageLocality
 from .inter_pod_affinity import InterPodAffinity
 from .node_affinity import NodeAffinity
@@ -40,6 +41,7 @@ REGISTRY: dict[str, type[Plugin]] = {
         DefaultPreemption,
         NodeResourcesBalancedAllocation,
         ImageLocality,
+        GPUShare,
         DefaultBinder,
     )
 }

@@ -186,22 +186,35 @@ class DefaultPreemption(Plugin):
     # -- the evaluator ----------------------------------------------------------------------
 
     def preempt(self, state: CycleState, pod: PodInfo, diag: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        candidates, early, st = self.find_candidates(state, pod, diag)
+        if candidates is None:
+            return early, st
+        return self.choose(pod, candidates)
+
+    def find_candidates(self, state: CycleState, pod: PodInfo, diag: Diagnosis
+                        ) -> tuple[list[Candidate] | None, PostFilterResult | None, Status]:
+        """The nodes where evicting victims would let the pod in; None with the answer when there are none
+        (scheduler extenders with a preemptVerb narrow the candidates in between: extender_cycle.py)."""
         table = state.table or self.handle.cache.table
         ok, msg = self.pod_eligible_to_preempt_others(pod, diag, table)
         if not ok:
-            return None, Status(Code.UNSCHEDULABLE, (msg,))
+            return None, None, Status(Code.UNSCHEDULABLE, (msg,))
         rows = diag.rows_with_code(Code.UNSCHEDULABLE)
         if rows.size == 0:
             d = Diagnosis(table.names, table.n)
             d.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_HELPFUL,))
-            return PostFilterResult(clear_nomination=True), Status(Code.UNSCHEDULABLE, (fit_error_message(table.n, d),))
+            return None, PostFilterResult(clear_nomination=True), Status(Code.UNSCHEDULABLE, (fit_error_message(table.n, d),))
         offset, num = self.offset_and_num_candidates(rows.size)
         candidates, d = self.dry_run_preemption(state, pod, table, rows, _pdbs(self.handle.pdbs()), offset, num)
         if not candidates:
             d.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_HELPFUL,))
-            return PostFilterResult(clear_nomination=True), Status(Code.UNSCHEDULABLE, (fit_error_message(table.n, d),))
+            return None, PostFilterResult(clear_nomination=True), Status(Code.UNSCHEDULABLE, (fit_error_message(table.n, d),))
+        return candidates, None, Status()
+
+    def choose(self, pod: PodInfo, candidates: list[Candidate]) -> tuple[PostFilterResult | None, Status]:
         best = pick_one_node_for_preemption(candidates)
-        assert best is not None
+        if best is None:  # extenders left none
+            return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
         clear: list[PodInfo] = []
         if self.handle.nominator is not None:
             clear = [p for p in self.handle.nominator.nominated_pods_for_node(best.node)
