@@ -2,9 +2,10 @@
 toolkit finds them: device nodes under /dev, user-space libraries through `ldconfig -p` (and the
 usual library directories when ldconfig knows none), and the utilities on the host's PATH.
 
-Each is given at the same path inside the container, read-only, where the toolkit mounts it;
-a library is mounted by its soname path (e.g. /usr/lib/x86_64-linux-gnu/libcuda.so.1) from the
-file it resolves to, so the container's loader finds it under the name programs link against.
+Each is given read-only where the toolkit mounts it: a library by its soname in the container's
+multiarch library directory (e.g. /usr/lib/x86_64-linux-gnu/libcuda.so.1) from the file it
+resolves to on the host, wherever the host keeps it, so the container's loader finds it under the
+name programs link against; a utility in /usr/bin.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shutil
 import stat
 import subprocess
 
-__all__ = ["DRIVER_LIBRARIES", "DRIVER_BINARIES", "control_devices", "gpu_device", "driver_mounts"]
+__all__ = ["DRIVER_LIBRARIES", "DRIVER_BINARIES", "control_devices", "gpu_device", "driver_mounts", "container_lib_dir"]
 
 # The toolkit's "utility" and "compute" capabilities (what nvidia-smi and CUDA programs load).
 DRIVER_LIBRARIES = (
@@ -68,6 +69,12 @@ def _ldconfig_paths() -> dict[str, str]:
     return {**other, **found}
 
 
+def container_lib_dir(machine: str | None = None) -> str:
+    """Where Debian-family images' loaders look first for this architecture's libraries."""
+    m = machine or os.uname().machine
+    return "/usr/lib/aarch64-linux-gnu" if m in ("aarch64", "arm64") else "/usr/lib/x86_64-linux-gnu"
+
+
 def driver_mounts() -> list[tuple[str, str]]:
     """(container path, host path) of the driver's libraries and utilities on this host; [] without a driver."""
     libs = _ldconfig_paths()
@@ -79,7 +86,11 @@ def driver_mounts() -> list[tuple[str, str]]:
             if os.path.exists(p):
                 libs[soname] = p
                 break
-    out = [(path, os.path.realpath(path)) for _, path in sorted(libs.items())]
+    # Into the container's own multiarch library directory, where its loader looks with no ld.so.conf
+    # entry: the host's may be elsewhere (a GPU cloud image keeps the driver in /usr/local/nvidia/lib64,
+    # and nvidia-smi in a container then failed to find libnvidia-ml.so on a real H200).
+    libdir = container_lib_dir()
+    out = [(os.path.join(libdir, soname), os.path.realpath(path)) for soname, path in sorted(libs.items())]
     for b in DRIVER_BINARIES:
         exe = shutil.which(b)
         if exe:

@@ -4,6 +4,7 @@ inspect tables."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from typing import Any
 
@@ -68,6 +69,21 @@ def test_driver_libraries_come_from_the_loader_cache_64_bit_first(monkeypatch: p
     assert driver.driver_mounts() == [
         ("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1.580"),
         ("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1.580")]
+
+
+def test_driver_outside_the_standard_directories_lands_where_the_container_loader_looks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # as on the H200 machine: the driver in /usr/local/nvidia/lib64, which no image's loader searches
+    cache = "1 libs found\n\tlibnvidia-ml.so.1 (libc6,x86-64) => /usr/local/nvidia/lib64/libnvidia-ml.so.1\n"
+    monkeypatch.setattr(driver.shutil, "which", lambda name: "/sbin/ldconfig" if name == "ldconfig" else None)
+    monkeypatch.setattr(driver.subprocess, "run",
+                        lambda *a, **kw: subprocess.CompletedProcess(a, 0, stdout=cache, stderr=""))
+    monkeypatch.setattr(driver.os.path, "exists", lambda p: False)
+    monkeypatch.setattr(driver.os.path, "realpath", lambda p: p.replace(".so.1", ".so.580.159.04"))
+    monkeypatch.setattr(driver.os, "uname", lambda: os.uname_result(("Linux", "n", "6", "#1", "x86_64")))
+    assert driver.driver_mounts() == [
+        ("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04")]
+    assert driver.container_lib_dir("aarch64") == "/usr/lib/aarch64-linux-gnu"
 
 
 def test_no_device_nodes_for_simulated_gpus(tmp_path: Any) -> None:
