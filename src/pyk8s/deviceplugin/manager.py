@@ -37,6 +37,7 @@ from . import checkpoint
 from .api import deviceplugin_v1beta1_pb2 as pb
 from .api import deviceplugin_v1beta1_pb2_grpc as pbg
 from .endpoint import Endpoint
+from .sockets import SocketDir
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,7 @@ class DeviceManager:
         self.plugin_dir = os.path.abspath(plugin_dir)
         self.socket_path = os.path.join(self.plugin_dir, KUBELET_SOCKET)
         self.checkpoint_path = os.path.join(self.plugin_dir, checkpoint.CHECKPOINT_NAME)
+        self.addresses = SocketDir(self.plugin_dir)
         self.active_pods = active_pods
         self.on_change = on_change
         self.grace = grace
@@ -126,7 +128,7 @@ class DeviceManager:
         self._remove_sockets()
         server = grpc.aio.server()
         pbg.add_RegistrationServicer_to_server(_Registration(self), server)
-        server.add_insecure_port("unix://" + self.socket_path)
+        server.add_insecure_port("unix://" + self.addresses.address(KUBELET_SOCKET))
         await server.start()
         os.chmod(self.socket_path, 0o600)
         self._server = server
@@ -144,6 +146,7 @@ class DeviceManager:
                 r.endpoint = None
         with contextlib.suppress(OSError):
             os.unlink(self.socket_path)
+        self.addresses.close()
 
     def _remove_sockets(self) -> None:
         """Upstream removes every socket in the directory: plugins see their socket and kubelet.sock
@@ -163,7 +166,7 @@ class DeviceManager:
 
     async def connect(self, req: pb.RegisterRequest) -> None:
         """Dial a plugin that registered, then follow its devices (upstream does this after answering)."""
-        ep = Endpoint(req.resource_name, os.path.join(self.plugin_dir, req.endpoint), req.options)
+        ep = Endpoint(req.resource_name, self.addresses.address(req.endpoint), req.options)
         try:
             await ep.dial()
         except (TimeoutError, grpc.aio.AioRpcError, OSError) as e:
