@@ -132,8 +132,17 @@ def test_device_plugin_lifecycle(fx: Fixture) -> None:
     assert "from the plugin" in out and "ro-mount" in out
     assert any("No such file" in line for line in out)  # dev0 is not this pod's
     # and through the API server as a user would look (kubectl exec; retried: port 10250 is shared on this machine)
-    assert "EXAMPLE_DEVICES=dev1,dev2" in env.wait(
-        lambda: _exec(env, "holder", "env").stdout.splitlines(), 20, "kubectl exec env")
+    tried: list[str] = []
+
+    def exec_env() -> list[str]:
+        r = _exec(env, "holder", "env")
+        tried.append(r.stderr)
+        return r.stdout.splitlines()
+    try:
+        lines = env.wait(exec_env, 20, "kubectl exec env")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nkubectl: {tried[-1:]}\nagent: {''.join(env.agent.output[-15:])}") from None
+    assert "EXAMPLE_DEVICES=dev1,dev2" in lines
     cid = container_status(holder, "c")["containerID"].split("//")[1]
     with open(os.path.join(env.data, "runtime", "containers", cid, "config.json")) as f:
         import json
