@@ -227,6 +227,23 @@ def new_forbidden(resource: str, name: str, message: str, group: str = "") -> St
     return StatusError(403, "Forbidden", f"{what} is forbidden: {message}", _details(name, group, resource))
 
 
+def new_forbidden_request(username: str, verb: str, *, path: str = "", group: str = "", resource: str = "",
+                          subresource: str = "", namespace: str = "", name: str = "", reason: str = "") -> StatusError:
+    """The 403 an authorizer's denial becomes (upstream's responsewriters.Forbidden): a resource
+    request when `resource` is given, a non-resource one (`path`) otherwise."""
+    if not resource:
+        msg = f'User "{username}" cannot {verb} path "{path}"'
+    else:
+        what = f"{resource}/{subresource}" if subresource else resource
+        where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        msg = f'User "{username}" cannot {verb} resource "{what}" in API group "{group}" {where}'
+    if reason:
+        msg = f"{msg}: {reason}"
+    if not resource:
+        return StatusError(403, "Forbidden", f"forbidden: {msg}", {})  # NewForbidden with an empty GroupResource
+    return new_forbidden(resource, name, msg, group)
+
+
 def new_unauthorized(message: str = "Unauthorized") -> StatusError:
     return StatusError(401, "Unauthorized", message)
 

@@ -47,10 +47,12 @@ def _storage_version_hash(r: Resource) -> str:
 class Discovery:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self._cache: dict[tuple[str, ...], tuple[int, bytes, str]] = {}
+        self._cache: dict[tuple[str, ...], tuple[Any, bytes, str]] = {}
+        # aggregated API servers' groups and documents (aggregated_discovery.RemoteDiscovery), when aggregating
+        self.remote: Any = None
 
     def _cached(self, key: tuple[str, ...], build: Any) -> tuple[bytes, str]:
-        gen = self.registry.generation
+        gen = (self.registry.generation, self.remote.generation if self.remote is not None else 0)
         c = self._cache.get(key)
         if c is None or c[0] != gen:
             body = orjson.dumps(build(), option=NEWLINE)
@@ -73,7 +75,11 @@ class Discovery:
                 return (1, 0, i, g)  # custom resource groups: in the order they were registered
             return (0, -prio, 0, g)
 
-        return [g for _, g in sorted(((i, g) for i, g in enumerate(self.registry.groups()) if g), key=key)]
+        local = [g for g in self.registry.groups() if g]
+        remote = self.remote.groups() if self.remote is not None else {}
+        ordered = [(key((i, g)), g) for i, g in enumerate(local) if g not in remote]
+        ordered += [((0, -prio, 0, g), g) for g, (prio, _) in remote.items()]
+        return [g for _, g in sorted(ordered)]
 
     # ---- legacy -------------------------------------------------------------------------
     def api_versions(self, server_address: str) -> dict[str, Any]:
@@ -83,7 +89,8 @@ class Discovery:
     def _group(self, g: str) -> dict[str, Any] | None:
         # Deprecated workload versions (extensions/v1beta1, apps/v1beta1, apps/v1beta2) are advertised:
         # kubectl maps a manifest's apiVersion/kind to a resource only through discovery.
-        vs = self.registry.versions(g)
+        remote = self.remote.groups() if self.remote is not None else {}
+        vs = remote[g][1] if g in remote else self.registry.versions(g)
         if not vs:
             return None
         gvs = [{"groupVersion": f"{g}/{v}", "version": v} for v in vs]
@@ -160,9 +167,12 @@ class Discovery:
     def aggregated(self, legacy: bool, version: str) -> dict[str, Any]:
         items = []
         groups = [""] if legacy else self._ordered_groups()
+        remote = self.remote.groups() if self.remote is not None else {}
         for g in groups:
             versions = []
-            for v in self.registry.versions(g):
+            if g in remote:
+                versions = self.remote.aggregated_versions(g)
+            for v in ([] if g in remote else self.registry.versions(g)):
                 rs = sorted(self.registry.resources_in(g, v), key=lambda r: r.resource)
                 versions.append({"version": v, "resources": [self._agg_resource(r) for r in rs],
                                  "freshness": "Current"})

@@ -75,6 +75,7 @@ class ServerConfig:
     client_ca_file: str | None = None  # --client-ca-file: another CA whose client certificates are accepted
     admission_enable: frozenset[str] = frozenset()
     admission_disable: frozenset[str] = frozenset()
+    admission_control_config_file: str | None = None  # upstream's AdmissionConfiguration (PodSecurity's part)
     disabled_components: frozenset[str] = frozenset()  # --disable: components not run (bootstrap skips their objects)
     bookmark_interval: float = 60.0
     compaction_interval: float = 60.0
@@ -155,6 +156,7 @@ class APIServer:
         self._ha: list[Any] = []  # endpoint reconciler and identity lease (endpoint_reconciler.py)
         self.audit = config.audit.build() if config.audit is not None else None
         self.flowcontrol: Any = None  # the APF or max-in-flight filter (flowcontrol.py)
+        self.aggregator: Any = None  # APIService proxying (aggregator.py)
 
     @property
     def url(self) -> str:
@@ -204,6 +206,10 @@ class APIServer:
         self.allocator = admission.install(self.rest, cfg.service_cidr)
         from .admission_plugins import apply as apply_admission_plugins
 
+        if "PodSecurity" not in cfg.admission_disable:
+            from .podsecurity import install as install_pod_security
+
+            install_pod_security(self.rest, cfg.admission_control_config_file)
         apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
         self._setup_security()
         from . import crds, flowcontrol
@@ -240,6 +246,9 @@ class APIServer:
         self._tasks.append(asyncio.create_task(self._close_idle_connections(), name="idle-connections"))
         if cfg.port == 0:
             self.port = self._listener.sockets[0].getsockname()[1]  # for tests that ask for any free port
+        from .aggregation import install as install_aggregation
+
+        install_aggregation(self)  # APIService proxying, availability, merged discovery (docs/aggregation.md)
         if cfg.api_worker:
             self.started_at = time.time()
             log.info("API worker listening on %s (started in %.2fs)", self.url, time.monotonic() - t0)
@@ -551,6 +560,12 @@ class APIServer:
                 # as upstream's WriteRawJSON: indented
                 return web.Response(text=json.dumps(_version_info(), indent=2), content_type="application/json")
             return await self._non_resource(request, path)
+        if info.prefix == "apis" and info.version and self.aggregator is not None \
+                and (ref := self.aggregator.remote(info.group, info.version)):
+            # an aggregated API server's group version: authorized here, then proxied (aggregator.py)
+            self._authorize(user, info, verb if info.is_resource else "get", path,
+                            request.query.get("fieldSelector", "") if info.is_resource else "")
+            return await self.aggregator.proxy(request, user, ref)
         if not info.is_resource:
             self._authorize(user, info, "get", path)
             return self._discovery(request, info)

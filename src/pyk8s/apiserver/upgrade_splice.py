@@ -35,12 +35,14 @@ def hostport(host: str, port: int) -> str:
 
 
 async def splice(request: web.Request, host: str, port: int, ssl_ctx: ssl.SSLContext | None, head: bytes,
-                 keep_response: Callable[[str], bool], refused: Refusal) -> web.StreamResponse:
+                 keep_response: Callable[[str], bool], refused: Refusal,
+                 server_hostname: str | None = None) -> web.StreamResponse:
     """Send head (the request line and headers) to host:port, and splice on 101; otherwise
-    refused decides the answer. keep_response picks the 101's headers the client gets."""
+    refused decides the answer. keep_response picks the 101's headers the client gets;
+    server_hostname: the name TLS verifies (default host)."""
     try:
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, ssl=ssl_ctx, server_hostname=host if ssl_ctx else None,
+            asyncio.open_connection(host, port, ssl=ssl_ctx, server_hostname=(server_hostname or host) if ssl_ctx else None,
                                     limit=1024 * 1024), CONNECT_TIMEOUT)
     except (TimeoutError, OSError) as e:
         raise E.new_service_unavailable(f"error trying to reach service: {e}") from e

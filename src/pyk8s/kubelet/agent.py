@@ -271,8 +271,19 @@ class Kubelet:
         async def lookup(namespace: str, name: str) -> Any:
             return self.pod_lookup(namespace, name)
 
+        from .auth import KubeletAuth
+        from .stats import SummaryProvider, provider_routes
+
+        def api_pod(namespace: str, name: str) -> dict[str, Any] | None:
+            found = self.pod_lookup(namespace, name)
+            return found[0] if found else None
+
         srv = KubeletServer(self.runtime, lookup, server_tls_context(c.serving_cert_file, c.serving_key_file,
-                                                                     c.client_ca_file), port=c.port)
+                                                                     c.client_ca_file), port=c.port,
+                            auth=KubeletAuth(self.client), node_name=self.node_name)
+        self.stats = SummaryProvider(self.node_name, self.runtime, self.root, get_pod=api_pod,
+                                     images_dir=os.path.join(self.data_dir, "images"))
+        provider_routes(srv.app, self.stats)
         try:
             await srv.start()
         except OSError as e:  # another kubelet on this machine holds the port: pods still run
@@ -280,9 +291,13 @@ class Kubelet:
                         c.port, e)
             return
         self.server: Any = srv  # None again after stop()
+        self.stats.start()
 
     async def stop(self) -> None:
         """Stop the kubelet; containers keep running and a new kubelet adopts them."""
+        stats = getattr(self, "stats", None)
+        if stats is not None:
+            await stats.stop()
         srv = getattr(self, "server", None)
         if srv is not None:
             with contextlib.suppress(Exception):
