@@ -8,6 +8,7 @@ pod-resources shows who holds what. Upstream: pkg/kubelet/cm/devicemanager, test
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import stat
@@ -118,19 +119,30 @@ def test_device_plugin_lifecycle(fx: Fixture) -> None:
     env.wait(lambda: _node_res(env) == ("3", "3"), 20, "capacity and allocatable 3")
 
     # a pod asking for 2 gets the plugin's preferred two (the kubelet alone would take dev0, dev1)
-    env.create(_dev_pod("holder", 2))
+    checks = ("env; echo hi > /dev/example2 && head -c 3 /dev/example2 | wc -c; : <> /dev/example1 && echo fuse-open; "
+              "cat /example/hello; touch /example/x 2>/dev/null || echo ro-mount; ls /dev/example0 2>&1; echo checked; ")
+    env.create(_dev_pod("holder", 2, checks + SLEEP))
     holder = env.wait_running("holder", 40)
     assert plugin.allocate_calls == [["dev2", "dev1"]]
     assert plugin.preferred_calls == [(["dev0", "dev1", "dev2"], [], 2)]
     assert plugin.pre_start_calls == [["dev2", "dev1"]]
-    out = _exec(env, "holder", "env; echo hi > /dev/example2 && head -c 3 /dev/example2 | wc -c; "
-                              ": <> /dev/example1 && echo fuse-open; cat /example/hello; "
-                              "touch /example/x 2>/dev/null || echo ro-mount; ls /dev/example0 2>&1; true")
-    assert out.returncode == 0, out.stderr
-    assert "EXAMPLE_DEVICES=dev1,dev2" in out.stdout.splitlines()
-    assert "3" in out.stdout.splitlines() and "fuse-open" in out.stdout
-    assert "from the plugin" in out.stdout and "ro-mount" in out.stdout
-    assert "No such file" in out.stdout  # dev0 is not this pod's
+    out = env.wait_log("holder", "c", lambda ls: "checked" in ls, 20)
+    assert "EXAMPLE_DEVICES=dev1,dev2" in out
+    assert "3" in out and "fuse-open" in out  # read the zero twin, opened the fuse twin read-write
+    assert "from the plugin" in out and "ro-mount" in out
+    assert any("No such file" in line for line in out)  # dev0 is not this pod's
+    # and through the API server as a user would look (kubectl exec; retried: port 10250 is shared on this machine)
+    tried: list[str] = []
+
+    def exec_env() -> list[str]:
+        r = _exec(env, "holder", "env")
+        tried.append(r.stderr)
+        return r.stdout.splitlines()
+    try:
+        lines = env.wait(exec_env, 20, "kubectl exec env")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nkubectl: {tried[-1:]}\nagent: {''.join(env.agent.output[-15:])}") from None
+    assert "EXAMPLE_DEVICES=dev1,dev2" in lines
     cid = container_status(holder, "c")["containerID"].split("//")[1]
     with open(os.path.join(env.data, "runtime", "containers", cid, "config.json")) as f:
         import json
@@ -181,12 +193,12 @@ def test_device_plugin_lifecycle(fx: Fixture) -> None:
     env.create(_dev_pod("too-many", 2, nodeName=env.node))
     p = env.wait_pod("too-many", lambda p: p["status"].get("phase") == "Failed", 30)
     assert "Requested: 2, Available: 1" in p["status"]["message"]  # dev1, dev2 are not handed out twice
-    env.create(_dev_pod("second", 1))
-    env.wait_running("second", 40)
-    out = _exec(env, "second", "env | grep EXAMPLE_DEVICES; mknod /tmp/fuse c 10 229 && (: <> /tmp/fuse) 2>&1; "
-                              "echo x > /dev/example0 && echo null-ok")
-    assert "EXAMPLE_DEVICES=dev0" in out.stdout and "null-ok" in out.stdout
-    assert "Operation not permitted" in out.stdout + out.stderr  # the device cgroup: fuse is holder's, not second's
+    # (read from the container's log, not exec: the restarted kubelet's port is not needed for this)
+    env.create(_dev_pod("second", 1, "env | grep EXAMPLE_DEVICES; mknod /tmp/fuse c 10 229 && (: <> /tmp/fuse) 2>&1; "
+                                     "echo x > /dev/example0 && echo null-ok; " + SLEEP))
+    out = "\n".join(env.wait_log("second", "c", lambda ls: "null-ok" in ls, 40))
+    assert "EXAMPLE_DEVICES=dev0" in out
+    assert "Operation not permitted" in out  # the device cgroup: fuse is holder's, not second's
     assert plugin.pre_start_calls[-1] == ["dev0"]
 
     # deleting the holder frees its devices
@@ -206,11 +218,15 @@ def test_device_plugin_lifecycle(fx: Fixture) -> None:
     manifest = os.path.join(env.data, "manifests", "static-dev.json")
     os.makedirs(os.path.dirname(manifest), exist_ok=True)
     with open(manifest, "w") as f:
-        json.dump(_dev_pod("static-dev", 3), f)
+        json.dump(_dev_pod("static-dev", 3, "env; " + SLEEP), f)
     mirror = f"static-dev-{env.node}"
     try:
         env.wait_running(mirror, 40)
-        assert "EXAMPLE_DEVICES=dev0,dev1,dev2" in _exec(env, mirror, "env").stdout
+
+        def static_log() -> str:  # its log dir carries the static pod's UID, not the mirror's
+            return "".join(open(f).read() for f in glob.glob(os.path.join(env.data, "logs", f"default_{mirror}_*",
+                                                                          "c", "*.log")))
+        env.wait(lambda: "EXAMPLE_DEVICES=dev0,dev1,dev2" in static_log(), 20, "the static pod's devices in its env")
     finally:
         os.unlink(manifest)
     env.wait_gone(mirror, 30)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import uuid
 
 import pytest
@@ -76,6 +77,9 @@ def test_server_runs_a_kubelet(tmp_path):
         node = env.node_obj()
         assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.33.1"
         assert {m["manager"] for m in node["metadata"].get("managedFields") or []} >= {"kubelet"}
+        for sock in ("device-plugins/kubelet.sock", "pod-resources/kubelet.sock"):  # docs/device-plugins.md
+            st = os.stat(os.path.join(env.data, "kubelet", sock))
+            assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, sock
         env.create(busybox_pod("inproc", "echo in-process kubelet; sleep 3600"))
         p = env.wait_running("inproc", 30)
         assert p["spec"]["nodeName"] == env.node

@@ -14,7 +14,8 @@ import pytest
 
 from pyk8s.deviceplugin.api import deviceplugin_v1beta1_pb2 as pb
 from pyk8s.deviceplugin.manager import DeviceManager
-from tests.e2e.example_device_plugin import ExamplePlugin
+from pyk8s.deviceplugin.podresources import PodResourcesServer
+from tests.e2e.example_device_plugin import ExamplePlugin, register_raw
 
 pytestmark = [pytest.mark.xdist_group("device-manager"), pytest.mark.timeout(60)]
 
@@ -88,3 +89,38 @@ def test_grace_then_zero_and_restart_from_checkpoint() -> None:
         asyncio.run(run())
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_sockets_in_a_directory_deeper_than_unix_addresses_allow() -> None:
+    """A kubelet root too deep for a unix socket address (gRPC stops near 104 bytes) still serves both APIs,
+    with the sockets in the real directories; the short aliases it used are gone after stop."""
+    base = tempfile.mkdtemp(prefix="dm-deep-", dir="/tmp")
+    deep = os.path.join(base, *(["d" * 40] * 3))
+
+    async def run() -> None:
+        m = DeviceManager(os.path.join(deep, "device-plugins"), lambda: set())
+        pr = PodResourcesServer(os.path.join(deep, "pod-resources"), m, lambda: [])
+        await m.start()
+        await pr.start()
+        try:
+            for sock in (m.socket_path, pr.socket_path):
+                assert len(sock) > 110 and os.path.exists(sock)
+            # a client reaches it through its own short link to the directory
+            link = os.path.join(base, "l")
+            os.symlink(m.plugin_dir, link)
+            assert await register_raw(link, version="v0", endpoint="x.sock", resource_name="example.com/x") == (
+                "UNKNOWN", 'requested API version "v0" is not supported by kubelet. Supported versions are ["v1beta1"]')
+        finally:
+            await pr.stop()
+            await m.stop()
+
+    try:
+        asyncio.run(run())
+        assert not [n for n in os.listdir(tempfile.gettempdir()) if _alias_into(n, base)]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _alias_into(name: str, base: str) -> bool:
+    link = os.path.join(tempfile.gettempdir(), name, "d")
+    return name.startswith("pyk8s-sock-") and os.path.islink(link) and os.readlink(link).startswith(base)

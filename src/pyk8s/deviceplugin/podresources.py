@@ -18,6 +18,7 @@ from ..datadir import ensure_private_dir
 from .api import podresources_v1_pb2 as pb
 from .api import podresources_v1_pb2_grpc as pbg
 from .manager import DeviceManager
+from .sockets import SocketDir
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,8 @@ class PodResourcesServer(pbg.PodResourcesListerServicer):
             os.unlink(self.socket_path)
         server = grpc.aio.server()
         pbg.add_PodResourcesListerServicer_to_server(self, server)
-        server.add_insecure_port("unix://" + self.socket_path)
+        self._addresses = SocketDir(self.directory)
+        server.add_insecure_port("unix://" + self._addresses.address(SOCKET_NAME))
         await server.start()
         os.chmod(self.socket_path, 0o600)
         self._server = server
@@ -55,6 +57,7 @@ class PodResourcesServer(pbg.PodResourcesListerServicer):
         if self._server is not None:
             await self._server.stop(0)
             self._server = None
+            self._addresses.close()
 
     def _pod(self, pod: dict[str, Any]) -> pb.PodResources:
         md = pod["metadata"]
