@@ -90,20 +90,31 @@ def scheduler_process(server: Any, verbosity: int = 0) -> Any:
     return _component_process(server, "scheduler", "scheduler.conf", "system:kube-scheduler", [], verbosity)
 
 
-def controller_manager_process(server: Any, verbosity: int = 0, local_storage: bool = True) -> Any:
+def controller_manager_process(server: Any, verbosity: int = 0, local_storage: bool = True,
+                               extra: tuple[str, ...] = (), hpa: bool = True) -> Any:
     # the same identity as the in-process manager's (see start_components)
+    controllers = ["*", *(["local-path-provisioner"] if local_storage else []),
+                   *([] if hpa else ["-horizontalpodautoscaling"])]
     return _component_process(server, "controller-manager", "controller-manager.conf",
                               "system:kube-controller-manager", ["system:masters"], verbosity,
                               ("--cluster-signing-cert-file", str(server.pki.ca_cert_path),
                                "--cluster-signing-key-file", str(server.pki.ca_key_path),
                                "--allocate-node-cidrs", "--cluster-cidr", server.config.cluster_cidr)
-                              + (("--controllers", "*,local-path-provisioner") if local_storage else ()))
+                              + (("--controllers", ",".join(controllers)) if len(controllers) > 1 else ())
+                              + extra)
 
 
 def node_ipam_options(server: Any) -> dict[str, Any]:
     """The node-ipam-controller's settings from the server's --cluster-cidr (k3s and kubeadm turn on
     kube-controller-manager's --allocate-node-cidrs with the cluster CIDR the same way)."""
     return {"allocate_node_cidrs": True, "cluster_cidr": server.config.cluster_cidr}
+
+
+def hpa_options(args: Any) -> dict[str, Any]:
+    """The --horizontal-pod-autoscaler-* flags `pyk8s server` takes for its controller manager."""
+    from .controllers.podautoscaler import options as hpa_flags
+
+    return hpa_flags.from_args(args)
 
 
 def cluster_signing_options(server: Any) -> dict[str, Any]:
@@ -143,10 +154,12 @@ async def start_local_path_cleaner(server: Any, args: Any) -> Any:
 
 
 def server_controllers(disabled: set[str]) -> list[str]:
-    """kube-controller-manager's controllers plus the local-path provisioner unless `--disable local-storage`."""
+    """kube-controller-manager's controllers plus the local-path provisioner unless `--disable local-storage`
+    (and without the horizontal pod autoscaler under `--disable hpa`)."""
     from .controllers.manager import KNOWN, SERVER_ONLY
 
-    return [*KNOWN, *(n for n in SERVER_ONLY if "local-storage" not in disabled)]
+    known = [n for n in KNOWN if not (n == "horizontalpodautoscaling" and "hpa" in disabled)]
+    return [*known, *(n for n in SERVER_ONLY if "local-storage" not in disabled)]
 
 
 async def start_components(server: Any, args: Any) -> list[Any]:
@@ -154,7 +167,10 @@ async def start_components(server: Any, args: Any) -> list[Any]:
     started: list[Any] = []
     if "controller-manager" not in disabled and getattr(args, "controller_manager_process", False):
         # kube-controller-manager's own process: its informers and syncs leave the API's loop
-        cm_proc = controller_manager_process(server, getattr(args, "v", 0), "local-storage" not in disabled)
+        from .controllers.podautoscaler import options as hpa_flags
+
+        cm_proc = controller_manager_process(server, getattr(args, "v", 0), "local-storage" not in disabled,
+                                             hpa_flags.argv_from_args(args), "hpa" not in disabled)
         cm_proc.start()
         started.append(cm_proc)
         client = component_client(server, "system:kube-controller-manager", ["system:masters"], "pyk8s-server")
@@ -171,7 +187,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
                                   "kube-controller-manager/pyk8s")
         cm = ControllerManager(client, controllers=server_controllers(disabled),
                                root_ca=server.pki.ca_cert_path.read_bytes(),
-                               options={**cluster_signing_options(server), **node_ipam_options(server)})
+                               options={**cluster_signing_options(server), **node_ipam_options(server),
+                                        **hpa_options(args)})
         await cm.start()
         started.append(cm)
         await _default_service_account(client)

@@ -17,8 +17,11 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.client_certs import cert_files
 from tests.cluster import client_kubeconfig
+from tests.conftest import require
 from tests.e2e.kubelet_harness import Env, busybox_pod, requirements
+from tests.e2e.test_kubelet_kubectl import _port_free
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(300)]
 
@@ -29,6 +32,8 @@ PORT = 10250
 @pytest.fixture(scope="module")
 def env(request, tmp_path_factory):
     requirements()
+    # the kubelet port is fixed (the Node reports it): another kubelet on this machine would answer instead
+    require("port 10250 free for the kubelet", _port_free(PORT))
     e = Env(str(tmp_path_factory.mktemp("kstats")))
     request.addfinalizer(e.stop)
     e.start()
@@ -73,24 +78,6 @@ def _kubelet(path: str, *, method: str = "GET", token: str | None = None, cert: 
         conn.close()
 
 
-def _cert_files(kubeconfig: str, d: str) -> tuple[str, str]:
-    """The client certificate and key a kubeconfig carries, as files."""
-    import base64
-
-    import yaml
-
-    with open(kubeconfig) as f:
-        user = yaml.safe_load(f)["users"][0]["user"]
-    out = []
-    for key, name in (("client-certificate-data", "c.crt"), ("client-key-data", "c.key")):
-        p = os.path.join(d, name)
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(base64.b64decode(user[key]))
-        out.append(p)
-    return out[0], out[1]
-
-
 def _cgroup(env: Env, ctrl: str) -> str:
     pod = env.pod(BURNER)
     assert pod is not None
@@ -113,7 +100,10 @@ def _working_set(env: Env) -> int:
 
 
 def _raw(env: Env, path: str) -> str:
-    return env.kubectl("get", "--raw", f"/api/v1/nodes/{env.node}/proxy{path}")
+    try:
+        return env.kubectl("get", "--raw", f"/api/v1/nodes/{env.node}/proxy{path}")
+    except AssertionError as e:  # say what the kubelet said (e.g. that its port was taken)
+        raise AssertionError(f"{e}\nagent log tail:\n{''.join(env.agent.output[-30:])}") from None
 
 
 def _burner(summary: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -176,7 +166,7 @@ def test_resource_metrics_through_the_node_proxy(env):
 
 
 def test_cadvisor_metrics(env, tmp_path):
-    cert = _cert_files(client_kubeconfig(env.cluster, "kstats-admin", ["system:masters"], "kstats-admin"),
+    cert = cert_files(client_kubeconfig(env.cluster, "kstats-admin", ["system:masters"], "kstats-admin"),
                        str(tmp_path))
     status, body = _kubelet("/metrics/cadvisor", cert=cert)
     assert status == 200, body[:300]

@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.cluster import raw_request
+from tests.client_certs import cert_files
+from tests.cluster import client_kubeconfig, raw_request
+from tests.ha_helper import wait_for
 
 pytestmark = [pytest.mark.xdist_group("sim-stats"), pytest.mark.timeout(120)]
 
@@ -28,17 +30,6 @@ def _api(cluster: Any, method: str, path: str, body: Any = None) -> Any:
     r = raw_request(cluster, method, path, body)
     assert r.status < 400, (method, path, r.status, r.body[:300])
     return r.json()
-
-
-def _wait(pred: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}: {last}")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +47,7 @@ def sim(cluster):
             if "kubelet API (stats) on port" in line:
                 port = int(line.rsplit(" ", 1)[1])
         assert port, "pyk8s sim did not say its kubelet port"
-        _wait(lambda: len([n for n in _api(cluster, "GET", "/api/v1/nodes")["items"]
+        wait_for(lambda: len([n for n in _api(cluster, "GET", "/api/v1/nodes")["items"]
                            if n["metadata"]["name"].startswith(PREFIX)]) == 2, 30, "the simulated nodes")
         for name, sub in (("sim-metrics", "nodes/metrics"), ("sim-nothing", None)):
             _api(cluster, "POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": name}})
@@ -87,10 +78,13 @@ def _endpoint(cluster: Any, node: str) -> tuple[str, int]:
     return ip, n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
 
 
-def _get(ep: tuple[str, int], path: str, token: str | None = None) -> tuple[int, bytes]:
+def _get(ep: tuple[str, int], path: str, token: str | None = None, cert: tuple[str, str] | None = None
+         ) -> tuple[int, bytes]:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE  # a kubelet's self-signed serving certificate
+    if cert:
+        ctx.load_cert_chain(*cert)
     conn = http.client.HTTPSConnection(ep[0], ep[1], context=ctx, timeout=10)
     try:
         conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
@@ -113,7 +107,7 @@ def test_declared_usage_in_the_nodes_resource_metrics(cluster, sim):
         "metadata": {"name": "busy", "annotations": {"sim.pyk8s.io/cpu-usage": "250m",
                                                      "sim.pyk8s.io/memory-usage": "64Mi"}},
         "spec": {"nodeName": node, "containers": [{"name": "app", "image": "busybox"}]}})
-    _wait(lambda: (_api(cluster, "GET", "/api/v1/namespaces/default/pods/busy").get("status") or {})
+    wait_for(lambda: (_api(cluster, "GET", "/api/v1/namespaces/default/pods/busy").get("status") or {})
           .get("phase") == "Running", 30, "pod busy running")
     ep = _endpoint(cluster, node)
     assert ep[0].startswith("127.10.") and ep[1] == sim
@@ -122,7 +116,7 @@ def test_declared_usage_in_the_nodes_resource_metrics(cluster, sim):
     assert status == 200, body[:300]
     cpu0, t0, mem = _pod_cpu(body, "busy")
     assert mem == 64 * 1024 * 1024
-    _wait(lambda: time.time() - t0 >= 2, 5, "a 2 s window")
+    wait_for(lambda: time.time() - t0 >= 2, 5, "a 2 s window")
     cpu1, t1, _ = _pod_cpu(_get(ep, "/metrics/resource", token)[1], "busy")
     assert abs((cpu1 - cpu0) / (t1 - t0) - 0.25) < 0.025, (cpu0, cpu1, t0, t1)
     summary = json.loads(_get(ep, "/stats/summary", token)[1])
@@ -136,7 +130,7 @@ def test_declared_usage_in_the_nodes_resource_metrics(cluster, sim):
     raw_request(cluster, "PATCH", "/api/v1/namespaces/default/pods/busy",
                 {"metadata": {"annotations": {"sim.pyk8s.io/cpu-usage": "1"}}},
                 {"Content-Type": "application/merge-patch+json"})
-    _wait(lambda: json.loads(_get(ep, "/stats/summary", token)[1])["pods"][0]["cpu"]["usageNanoCores"]
+    wait_for(lambda: json.loads(_get(ep, "/stats/summary", token)[1])["pods"][0]["cpu"]["usageNanoCores"]
           == 10**9, 10, "the new usage")
 
 
@@ -148,3 +142,23 @@ def test_simulated_kubelet_refuses_as_a_kubelet(cluster, sim):
                                       b"resource=nodes, subresource(s)=[metrics])\n")
     # an address that is no node of this simulator answers nothing about any node
     assert _get(("127.0.0.1", sim), "/stats/summary", _token(cluster, "sim-metrics"))[0] == 404
+
+
+def test_client_certificate_users_are_authorized_by_their_groups(cluster, sim, tmp_path):
+    """A scraper with a certificate of the cluster CA (as metrics-server's) is its CN and O: allowed through a
+    binding of its group, refused without one."""
+    _api(cluster, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "metadata": {"name": "kstats-scrapers"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kstats-sim-metrics"},
+        "subjects": [{"kind": "Group", "name": "kstats-scrapers", "apiGroup": "rbac.authorization.k8s.io"}]})
+    ep = _endpoint(cluster, f"{PREFIX}1")
+    os.makedirs(tmp_path / "ok")
+    os.makedirs(tmp_path / "no")
+    ok = cert_files(client_kubeconfig(cluster, "kstats-scraper", ["kstats-scrapers"], "kstats-scraper"),
+                     str(tmp_path / "ok"))
+    no = cert_files(client_kubeconfig(cluster, "kstats-stranger", ["others"], "kstats-stranger"),
+                     str(tmp_path / "no"))
+    status, body = _get(ep, "/metrics/resource", cert=ok)
+    assert status == 200 and b"node_cpu_usage_seconds_total" in body
+    assert _get(ep, "/metrics/resource", cert=no) == (403, b"Forbidden (user=kstats-stranger, verb=get, "
+                                                          b"resource=nodes, subresource(s)=[metrics])\n")

@@ -177,3 +177,16 @@ def test_cpu_counter_integrates_rate_changes():
     assert m.pods["u"].pod.at(130.0) == pytest.approx(10e9 + 20e9)  # 0.5 core for 20 s, then 2 for 10 s
     m.retire("u", "n", now=130.0)
     assert m.retired_ns["n"] == pytest.approx(30e9) and "u" not in m.pods
+
+
+def test_reading_times_stay_exact_for_metrics_and_print_as_metav1_time_in_json():
+    from pyk8s.kubelet.stats.summary import with_rfc3339_times
+
+    doc = {"node": {"startTime": "2026-01-01T00:00:00Z", "cpu": {"time": 1767323045.75, "usageCoreNanoSeconds": 1}},
+           "pods": [{"memory": {"time": 1767323046.5, "workingSetBytes": 2}}]}
+    assert with_rfc3339_times(doc) == {
+        "node": {"startTime": "2026-01-01T00:00:00Z", "cpu": {"time": "2026-01-02T03:04:05Z", "usageCoreNanoSeconds": 1}},
+        "pods": [{"memory": {"time": "2026-01-02T03:04:06Z", "workingSetBytes": 2}}]}
+    fams = {f.name: f for f in text_string_to_metric_families(
+        resource_metrics.render(resource_metrics.families({"node": doc["node"], "pods": []})).decode())}
+    assert fams["node_cpu_usage_seconds"].samples[0].timestamp == 1767323045.75  # milliseconds kept

@@ -70,6 +70,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--node-cidr-mask-size", type=int, default=0,
                    help="prefix length of each Node's pod CIDR (default 24 for IPv4, 64 for IPv6)")
     p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    from ..controllers.podautoscaler import options as hpa_flags
+
+    hpa_flags.add_flags(p)
 
 
 def _root_ca(args: Any) -> bytes:
@@ -107,6 +110,7 @@ def validate(args: Any) -> str | None:
 async def _main(args: Any) -> int:
     from ..client import Client
     from ..controllers.manager import ControllerManager, select_controllers
+    from ..controllers.podautoscaler import options as hpa_flags
 
     try:
         names = select_controllers(args.controllers.split(","))
@@ -131,7 +135,7 @@ async def _main(args: Any) -> int:
                "cluster_signing_key_file": args.cluster_signing_key_file,
                "cluster_signing_duration": args.cluster_signing_duration,
                "allocate_node_cidrs": args.allocate_node_cidrs, "cluster_cidr": args.cluster_cidr,
-               "node_cidr_mask_size": args.node_cidr_mask_size}
+               "node_cidr_mask_size": args.node_cidr_mask_size, **hpa_flags.from_args(args)}
     cm = ControllerManager(client, names, leader_elect=args.leader_elect, root_ca=root_ca, options=options,
                            exit_on_lost_leadership=True)
     await cm.start()

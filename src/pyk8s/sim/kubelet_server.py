@@ -112,7 +112,7 @@ class SimKubeletServer:
     def summary(self, name: str) -> dict[str, Any]:
         """The node's Summary: its running pods' declared usage, the node's overhead on top."""
         now = time.time()
-        ts = rfc3339(now)
+        ts = now
         node = self.sim.nodes.get(name)
         boot = getattr(node, "boot_time", 0.0) or self.sim.started_at
         pods = []
@@ -150,7 +150,7 @@ class SimKubeletServer:
                 "pods": pods}
 
 
-def _memory(ts: str, ws: int) -> dict[str, Any]:
+def _memory(ts: float, ws: int) -> dict[str, Any]:
     return {"time": ts, "usageBytes": ws, "workingSetBytes": ws, "rssBytes": ws, "pageFaults": 0,
             "majorPageFaults": 0}
 

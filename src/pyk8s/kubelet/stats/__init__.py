@@ -18,13 +18,14 @@ import orjson
 from aiohttp import web
 
 from . import resource_metrics
-from .summary import SummaryProvider
+from .summary import SummaryProvider, with_rfc3339_times
 
 __all__ = ["SummaryProvider", "add_routes", "SummarySource"]
 
 log = logging.getLogger("pyk8s.kubelet.stats")
 
-# what a summary comes from: a real kubelet's provider, or the simulator's node (request -> summary)
+# what a summary comes from: a real kubelet's provider, or the simulator's node (request -> summary); the
+# readings' `time`s are epoch floats, turned into metav1.Time strings for JSON
 SummarySource = Callable[[web.Request, bool], Awaitable[dict[str, Any]]]
 MetricsSource = Callable[[web.Request], Awaitable[bytes]]
 
@@ -37,7 +38,8 @@ def add_routes(app: web.Application, summary: SummarySource, cadvisor: MetricsSo
         except Exception as e:  # noqa: BLE001 - upstream answers 500 with the error
             log.exception("stats summary failed")
             return web.Response(status=500, text=f"Internal Error: failed to get node info: {e}\n")
-        return web.Response(body=orjson.dumps(doc, option=orjson.OPT_INDENT_2), content_type="application/json")
+        return web.Response(body=orjson.dumps(with_rfc3339_times(doc), option=orjson.OPT_INDENT_2),
+                            content_type="application/json")
 
     async def metrics_resource(request: web.Request) -> web.Response:
         try:

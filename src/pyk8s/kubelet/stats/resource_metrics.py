@@ -19,8 +19,15 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+def parse_time(s: str | float | None) -> float | None:
+    """A reading's time: an epoch float as the providers keep it, or a metav1.Time string."""
+    if isinstance(s, float):
+        return s
+    return _parse_rfc3339(s)
+
+
 @functools.lru_cache(maxsize=4096)  # a summary carries few distinct times (strptime is slow)
-def parse_time(s: str | None) -> float | None:
+def _parse_rfc3339(s: str | None) -> float | None:
     if not s:
         return None
     try:

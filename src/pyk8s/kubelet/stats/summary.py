@@ -32,7 +32,18 @@ def rfc3339(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
-def _fs(now: str, info: FsInfo | None, used: tuple[int, int] | None) -> dict[str, Any]:
+def with_rfc3339_times(doc: Any) -> Any:
+    """The Summary as JSON shows it: the readings' `time`s (kept as epoch floats, so the resource metrics
+    carry their exact times) as metav1.Time strings."""
+    if isinstance(doc, dict):
+        return {k: rfc3339(v) if k == "time" and isinstance(v, float) else with_rfc3339_times(v)
+                for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [with_rfc3339_times(v) for v in doc]
+    return doc
+
+
+def _fs(now: float, info: FsInfo | None, used: tuple[int, int] | None) -> dict[str, Any]:
     out: dict[str, Any] = {"time": now}
     if info is not None:
         out.update(availableBytes=info.available, capacityBytes=info.capacity, inodesFree=info.inodes_free,
@@ -42,7 +53,7 @@ def _fs(now: str, info: FsInfo | None, used: tuple[int, int] | None) -> dict[str
     return out
 
 
-def _network(now: str, ifaces: list[C.InterfaceStats], default: str) -> dict[str, Any] | None:
+def _network(now: float, ifaces: list[C.InterfaceStats], default: str) -> dict[str, Any] | None:
     if not ifaces:
         return None
     items = [{"name": i.name, "rxBytes": i.rx_bytes, "rxErrors": i.rx_errors, "txBytes": i.tx_bytes,
@@ -106,7 +117,7 @@ class SummaryProvider:
         return self._sample(path, lambda now: C.read_cgroup(path, now, self.cgroup_root, self.v2))
 
     def _cpu(self, key: str, s: C.CgroupSample) -> dict[str, Any]:
-        out: dict[str, Any] = {"time": rfc3339(s.time)}
+        out: dict[str, Any] = {"time": s.time}
         rate = self.rates.nano_cores(key)
         if rate is not None:
             out["usageNanoCores"] = rate
@@ -115,7 +126,7 @@ class SummaryProvider:
 
     @staticmethod
     def _memory(s: C.CgroupSample, limit: int = 0) -> dict[str, Any]:
-        out: dict[str, Any] = {"time": rfc3339(s.time)}
+        out: dict[str, Any] = {"time": s.time}
         limit = limit or s.memory_limit
         if limit:
             out["availableBytes"] = max(0, limit - s.working_set)
@@ -153,7 +164,7 @@ class SummaryProvider:
     def _node(self, only: bool, keys: list[str]) -> dict[str, Any]:
         s = self._sample("/", lambda now: C.read_machine(now, self.cgroup_root, self.proc))
         assert s is not None
-        now = rfc3339(s.time)
+        now = s.time
         node: dict[str, Any] = {"nodeName": self.node_name, "systemContainers": self._system_containers(only, keys),
                                 "startTime": rfc3339(C.boot_time(self.proc)),
                                 "cpu": self._cpu("/", s), "memory": self._memory(s)}
@@ -216,7 +227,7 @@ class SummaryProvider:
         ps = self._usage(out, cgroup, keys)
         if only:
             return out
-        now = rfc3339(time.time())
+        now = time.time()
         if not cfg.host_network:
             pid = next((c.pid for c in containers if c.pid), 0)
             net = _network(now, C.read_net_dev(os.path.join(self.proc, str(pid), "net", "dev")), "eth0") \
@@ -240,7 +251,7 @@ class SummaryProvider:
         self._usage(out, getattr(self.runtime, "container_cgroup", lambda _i: "")(c.id), keys)
         if only:
             return out
-        now = rfc3339(time.time())
+        now = time.time()
         layer = getattr(self.runtime, "container_writable_layer", lambda _i: "")(c.id)
         if layer:
             out["rootfs"] = _fs(now, statvfs(layer), self.du.get(layer))
@@ -249,7 +260,7 @@ class SummaryProvider:
             out["logs"] = _fs(now, statvfs(logs), self.du.get(logs))
         return out
 
-    def _volumes(self, uid: str, now: str) -> list[dict[str, Any]]:
+    def _volumes(self, uid: str, now: float) -> list[dict[str, Any]]:
         base = os.path.join(self.pods_dir, uid, "volumes")
         out = []
         with contextlib.suppress(OSError):

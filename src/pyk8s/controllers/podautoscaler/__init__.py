@@ -1,0 +1,1 @@
+"""The horizontal pod autoscaler (upstream's pkg/controller/podautoscaler)."""
