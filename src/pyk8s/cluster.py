@@ -224,9 +224,9 @@ async def start_components(server: Any, args: Any) -> list[Any]:
 
         started.append(EmbeddedDNS(server, args, component_client))  # comes up in the background
     if "metrics-server" not in disabled:
-        from .metricsserver.embedded import EmbeddedMetricsServer
+        from .metricsserver import embedded as metrics_server
 
-        started.append(EmbeddedMetricsServer(server, args, component_client))  # in the background too
+        started.append(metrics_server.start(server, args, component_client))  # in the background too
     if not getattr(args, "disable_agent", False):
         try:
             from .kubelet.agent import start_local_agent

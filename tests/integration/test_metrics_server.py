@@ -80,9 +80,12 @@ def _top(c: Cluster, *args: str) -> list[list[str]]:
 
 
 def test_metrics_api_registered_and_available(ms: Cluster) -> None:
-    cond = _wait(lambda: next((x for x in (json.loads(ms.kubectl("get", "apiservice", "v1beta1.metrics.k8s.io", "-o",
-                                                                   "json").stdout).get("status") or {}).get(
-        "conditions") or [] if x["reason"] == "Passed"), None))
+    def passed() -> dict[str, Any] | None:
+        r = ms.kubectl("get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json", check=False)
+        conds = (json.loads(r.stdout).get("status") or {}).get("conditions") or [] if r.returncode == 0 else []
+        return next((x for x in conds if x["reason"] == "Passed"), None)
+
+    cond = _wait(passed)
     assert cond["status"] == "True"
     spec = json.loads(ms.kubectl("get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json").stdout)["spec"]
     assert spec["service"] == {"namespace": "kube-system", "name": "metrics-server", "port": 443}

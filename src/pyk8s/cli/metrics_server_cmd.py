@@ -26,6 +26,9 @@ def add_server_flags(p: Any) -> None:
     p.add_argument("--metric-resolution", type=parse_duration, default=15.0, metavar="DURATION",
                    help="how often the built-in metrics server scrapes every kubelet's /metrics/resource, as "
                         "metrics-server's flag (default 15s)")
+    p.add_argument("--in-process-metrics-server", action="store_true",
+                   help="run the built-in metrics server on this process's event loop instead of as its own "
+                        "`pyk8s metrics-server` process (less memory; its scrapes then share the API's core)")
 
 
 def add_parser(sub: Any) -> None:

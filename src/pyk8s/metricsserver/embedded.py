@@ -1,12 +1,17 @@
-"""The metrics server `pyk8s server` runs on its own loop (the component named `metrics-server`).
+"""The metrics server `pyk8s server` runs (the component named `metrics-server`).
 
 It comes up in the background once the API server is up, as metrics-server's pod would: its
 identity (ServiceAccount kube-system/metrics-server and upstream's RBAC) is written first, as
 the API server's addon writer; then it reads the API and scrapes kubelets as that
 ServiceAccount (a client certificate for its user, from the cluster CA), serves on the
-advertise address at a free port with a serving certificate from the cluster CA for
+advertise address with a serving certificate from the cluster CA for
 `metrics-server.kube-system.svc`, and publishes Service, EndpointSlice and APIService
 `v1beta1.metrics.k8s.io` (addon.py) so the aggregator proxies metrics.k8s.io to it.
+
+By default it is its own `pyk8s metrics-server` process (MetricsServerProcess), as upstream's
+runs in its own pod: scraping thousands of simulated kubelets every 15 s is seconds of CPU a
+round, which must not come out of the API's loop. `--in-process-metrics-server` runs it on the
+server's loop instead (EmbeddedMetricsServer).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from ..pki import issue_client_cert, issue_serving_cert
 from . import addon
 from .server import MetricsServer, MetricsServerOptions
 
-__all__ = ["EmbeddedMetricsServer", "kubelet_client_context"]
+__all__ = ["EmbeddedMetricsServer", "MetricsServerProcess", "kubelet_client_context", "start"]
 
 log = logging.getLogger("pyk8s.metrics-server")
 
@@ -56,8 +61,7 @@ class EmbeddedMetricsServer:
         reader = component_client(server, addon.SERVICE_ACCOUNT_USER, addon.SERVICE_ACCOUNT_GROUPS,
                                   "metrics-server/pyk8s")
         cert, key = issue_client_cert(server.pki, addon.SERVICE_ACCOUNT_USER, addon.SERVICE_ACCOUNT_GROUPS)
-        svc = f"{addon.NAME}.{addon.NAMESPACE}.svc"
-        serving_cert, serving_key = issue_serving_cert(server.pki, svc, [svc, f"{svc}.cluster.local", self.address])
+        serving_cert, serving_key = _serving_cert(server)
         resolution = float(getattr(args, "metric_resolution", 15.0) or 15.0)
         opts = MetricsServerOptions(bind_address=self.address, secure_port=0, metric_resolution=resolution)
         self.metrics = MetricsServer(reader, opts, serving_cert, serving_key, kubelet_client_context(cert, key))
@@ -94,3 +98,86 @@ class EmbeddedMetricsServer:
         await self.metrics.stop()
         await self.metrics.client.close()
         await self.writer.close()
+
+
+def _serving_cert(server: Any) -> tuple[bytes, bytes]:
+    svc = f"{addon.NAME}.{addon.NAMESPACE}.svc"
+    return issue_serving_cert(server.pki, svc, [svc, f"{svc}.cluster.local", server.advertise_address])
+
+
+def _free_port(address: str) -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
+
+
+class MetricsServerProcess:
+    """`pyk8s metrics-server` as a supervised child of the server, on a port chosen here (kept
+    across its restarts, so the EndpointSlice stays true)."""
+
+    def __init__(self, server: Any, args: Any, component_client: Callable[..., Any]) -> None:
+        import sys
+
+        from ..client.kubeconfig import write_kubeconfig
+        from ..datadir import ensure_private_dir, write_atomic
+        from ..supervisor import ChildProcess
+
+        self.server = server
+        self.address = server.advertise_address
+        self.writer = component_client(server, "system:apiserver", ["system:masters"], "kube-apiserver/pyk8s")
+        data_dir = os.path.abspath(server.config.data_dir)
+        conf = os.path.join(data_dir, "metrics-server.conf")
+        cert, key = issue_client_cert(server.pki, addon.SERVICE_ACCOUNT_USER, addon.SERVICE_ACCOUNT_GROUPS)
+        write_kubeconfig(conf, server.url, server.pki.ca_cert_path.read_bytes(), cert, key,
+                         user=addon.SERVICE_ACCOUNT_USER)
+        tls_dir = os.path.join(data_dir, "metrics-server")
+        ensure_private_dir(tls_dir)
+        serving_cert, serving_key = _serving_cert(server)
+        crt, key_path = os.path.join(tls_dir, "tls.crt"), os.path.join(tls_dir, "tls.key")
+        write_atomic(key_path, serving_key, 0o600)
+        write_atomic(crt, serving_cert, 0o644)
+        self.port = _free_port(self.address)
+        resolution = float(getattr(args, "metric_resolution", 15.0) or 15.0)
+        argv = [sys.executable, "-m", "pyk8s.cli", "metrics-server", "--kubeconfig", conf,
+                "--bind-address", self.address, "--secure-port", str(self.port), "--tls-cert-file", crt,
+                "--tls-private-key-file", key_path, "--metric-resolution", f"{resolution}s",
+                "--kubelet-insecure-tls", "--v", str(getattr(args, "v", 0) or 0)]
+        self.child = ChildProcess("metrics-server", argv, b"pyk8s metrics-server: serving",
+                                  identity=["metrics-server", "--kubeconfig", conf])
+        self.ready = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="metrics-server")
+
+    async def _run(self) -> None:
+        try:
+            await addon.ensure(self.writer, addon.identity_objects())  # RBAC before the child reads
+        except Exception:
+            log.exception("metrics server not started")
+            return
+        self.child.start()
+        await self.child.ready.wait()
+        if ipaddress.ip_address(self.address).is_loopback:
+            log.warning("metrics server listens on %s port %d: not registered as v1beta1.metrics.k8s.io",
+                        self.address, self.port)
+            return
+        try:
+            await addon.ensure(self.writer, addon.service_objects(self.address, self.port, self.server.pki.ca_pem))
+        except Exception:
+            log.exception("metrics server not registered")
+            return
+        self.ready.set()
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+        await self.child.stop()
+        await self.writer.close()
+
+
+def start(server: Any, args: Any, component_client: Callable[..., Any]) -> Any:
+    """What `pyk8s server` runs for the component `metrics-server`."""
+    if getattr(args, "in_process_metrics_server", False):
+        return EmbeddedMetricsServer(server, args, component_client)
+    return MetricsServerProcess(server, args, component_client)
