@@ -36,7 +36,7 @@ def _objects(rng: random.Random) -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
          "spec": {"hard": {"pods": "100000", "requests.cpu": "1000"}}},
         {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
-         "spec": {"limits": [{"type": "Container", "default": {"cpu": "100m"}}]}},
+         "spec": {"limits": [{"type": "Container", "default": {"cpu": "2"}}]}},
         {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
          "spec": {"holderIdentity": "x", "leaseDurationSeconds": 15, "renewTime": "2024-01-01T00:00:00.000000Z"}},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "f", "annotations": {"a": "1.5"}},
