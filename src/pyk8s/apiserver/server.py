@@ -155,6 +155,7 @@ class APIServer:
         self._ha: list[Any] = []  # endpoint reconciler and identity lease (endpoint_reconciler.py)
         self.audit = config.audit.build() if config.audit is not None else None
         self.flowcontrol: Any = None  # the APF or max-in-flight filter (flowcontrol.py)
+        self.metrics: Any = None  # apiserver/metrics.py's APIServerMetrics; None with --disable metrics
 
     @property
     def url(self) -> str:
@@ -181,6 +182,10 @@ class APIServer:
             from ..storage.transforming import wrap_store
 
             self.store = wrap_store(self.store, cfg.encryption.key_resolver(self.registry))
+        if "metrics" not in cfg.disabled_components:  # /metrics (apiserver/metrics.py; off for benchmarks)
+            from .metrics import install as install_metrics
+
+            install_metrics(self)
         self.caches = CacheSet(self.store)
         embedded = hasattr(self.store, "_on_events")
         if embedded:
@@ -199,6 +204,7 @@ class APIServer:
             # watch; consistent reads wait for it to reach the store's current revision (rest.fresh)
             self._tasks.append(asyncio.create_task(self.caches.follow(follow_from), name="cache-follow"))
         self.handler = ResourceHandler(self.rest, self.registry, cfg.bookmark_interval)
+        self.handler.metrics = self.metrics  # apiserver_watch_events_total
         from . import admission
 
         self.allocator = admission.install(self.rest, cfg.service_cidr)
@@ -633,6 +639,8 @@ class APIServer:
                 return web.json_response(jwks([self.pki.sa_public_key]))
             return web.json_response(openid_configuration(
                 "https://kubernetes.default.svc.cluster.local", f"{self.url}/openid/v1/jwks", [self.pki.sa_public_key]))
+        if path in ("/metrics", "/metrics/slis") and self.metrics is not None:
+            return self.metrics.response(request, path == "/metrics/slis")
         if path == "/":
             paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2",
                             "/openapi/v3"} | {f"/apis/{g}" for g in self.registry.groups() if g}

@@ -114,7 +114,8 @@ def _server_parser(sub: Any) -> None:
                         "(the local node's service proxy and the built-in load balancer), servicelb (the load "
                         "balancer only), local-storage (the local-path provisioner and its default StorageClass, and "
                         "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
-                        "volumes' directories; docs/storage.md) (repeatable)")
+                        "volumes' directories; docs/storage.md), metrics (the API server's /metrics and its request counting, for "
+                        "benchmarks: docs/metrics.md) (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
