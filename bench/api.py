@@ -241,6 +241,10 @@ def main() -> None:
     # keeping the store). Default: both 1 and 2, the two ways to run on this 2-core machine.
     for workers in [int(w) for w in os.environ.get("BENCH_API_WORKERS", "1,2").split(",") if w.strip()]:
         run_server(workers, per_row)
+    from . import metrics_cost  # the request path's cost of /metrics, as a ratio against --disable metrics
+
+    print("  -- metrics on the request path: the same load with and without --disable metrics")
+    metrics_cost.main()
 
 
 def run_server(workers: int, ceiling: float) -> None:

@@ -21,9 +21,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ..metrics.core import Hist, component_registry, exponential, histogram_family
-from .request import RequestInfo, parse_path, request_verb
+from .request import RequestInfo, parse_path
 
-__all__ = ["APIServerMetrics", "REQUEST_BUCKETS", "SLI_PATHS", "install"]
+__all__ = ["APIServerMetrics", "REQUEST_BUCKETS", "ROUTED", "SLI_PATHS", "install"]
+
+ROUTED = "pyk8s.routed"  # request key: (RequestInfo, verb) as server._route resolved them
 
 # upstream's apiserver_request_duration_seconds and etcd_request_duration_seconds buckets
 REQUEST_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0,
@@ -58,7 +60,7 @@ class APIServerMetrics:
         self.auth = {"success": 0, "failure": 0}
         self.watch_events: dict[tuple[str, str, str], int] = {}
         self.etcd: dict[tuple[str, str], Hist] = {}
-        self._labels: dict[tuple[RequestInfo, str, str], tuple[str, ...]] = {}
+        self._labels: dict[tuple[str, ...], tuple[str, ...]] = {}
         self.registry = component_registry()
         self.registry.register(_Collector(self))
         self.slis = CollectorRegistry(auto_describe=False)
@@ -67,77 +69,85 @@ class APIServerMetrics:
     # ---- the request path -------------------------------------------------------------------
     def instrument(self, inner: Callable[[web.Request], Awaitable[web.StreamResponse]]
                    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        inflight, longrunning, requests, durations = self.inflight, self.longrunning, self.requests, self.durations
+
         async def serve(request: web.Request) -> web.StreamResponse:
-            method = request.method
-            path = request.path
-            info = parse_path(path)
-            if info.is_resource:
-                verb = request_verb(method, info, request.query.get("watch") if method == "GET" and not info.name
-                                    else None)
-            else:
-                verb = "get"
-            long_running = verb == "watch" or (info.is_resource and info.subresource in _LONG_RUNNING)
-            labels = self._labels_for(info, verb, method, path, request)
             t0 = time.perf_counter()
-            if long_running:
-                lr = labels[:1] + labels[2:]
-                self.longrunning[lr] = self.longrunning.get(lr, 0) + 1
-                kind = -1
-            else:
-                kind = 0 if method == "GET" else 1
-                self.inflight[kind] += 1
+            method = request.method
+            kind = 0 if method == "GET" else 1
+            inflight[kind] += 1
             try:
                 resp = await inner(request)
             finally:
-                if kind >= 0:
-                    self.inflight[kind] -= 1
+                # what server._route found (absent when authentication failed before it)
+                routed = request.get(ROUTED)
+                if routed is None:
+                    info, verb, lr = parse_path(request.path), "", None
+                    labels = self._labels_for(info, verb, method, request)
                 else:
-                    self.longrunning[lr] -= 1
+                    info, verb, labels, lr = routed
+                if lr is None:
+                    inflight[kind] -= 1
+                else:
+                    longrunning[lr] -= 1
             elapsed = time.perf_counter() - t0
             code = resp.status
             self.auth["failure" if code == 401 else "success"] += 1
             key = (*labels, str(code))
-            self.requests[key] = self.requests.get(key, 0) + 1
-            h = self.durations.get(labels)
+            requests[key] = requests.get(key, 0) + 1
+            h = durations.get(labels)
             if h is None:
-                h = self.durations[labels] = Hist(REQUEST_BUCKETS)
+                h = durations[labels] = Hist(REQUEST_BUCKETS)
             h.observe(elapsed)
-            if labels[0] in ("GET", "LIST") and isinstance(resp, web.Response):
+            if labels[0] in ("GET", "LIST") and type(resp) is web.Response:
                 sk = labels[:1] + labels[2:]
                 s = self.sizes.get(sk)
                 if s is None:
                     s = self.sizes[sk] = Hist(SIZE_BUCKETS)
                 body = resp.body
-                s.observe(len(body) if isinstance(body, bytes | bytearray) else (resp.content_length or 0))
+                s.observe(len(body) if type(body) is bytes else (resp.content_length or 0))
             return resp
 
         return serve
 
-    def _labels_for(self, info: RequestInfo, verb: str, method: str, path: str, request: web.Request
-                    ) -> tuple[str, ...]:
-        dry_run = "All" if info.is_resource and method != "GET" and request.query.get("dryRun") == "All" else ""
-        reported = verb
+    def routed(self, request: web.Request, info: RequestInfo, verb: str) -> None:
+        """server._route resolved the request: its labels, and a long-running one (a watch, exec, logs...)
+        moves from apiserver_current_inflight_requests to apiserver_longrunning_requests."""
+        labels = self._labels_for(info, verb, request.method, request)
+        lr = None
+        if verb == "watch" or (info.is_resource and info.subresource in _LONG_RUNNING):
+            lr = labels[:1] + labels[2:]
+            self.longrunning[lr] = self.longrunning.get(lr, 0) + 1
+            self.inflight[0 if request.method == "GET" else 1] -= 1
+        request[ROUTED] = (info, verb, labels, lr)
+
+    def _labels_for(self, info: RequestInfo, verb: str, method: str, request: web.Request) -> tuple[str, ...]:
+        dry_run = "All" if method != "GET" and info.is_resource and request.query.get("dryRun") == "All" else ""
         if verb == "patch" and request.headers.get("Content-Type") == _APPLY:
-            reported = "apply"
-        memo = (info, reported, dry_run)
+            verb = "apply"
+        # memoised on strings (their hashes are cached), not on the RequestInfo: hashing its fields costs more
+        memo: tuple[str, ...] = (verb, dry_run, info.group, info.version, info.resource, info.subresource,
+                "n" if info.name else "", "ns" if info.namespace else "") if info.is_resource else (method, info.path)
         hit = self._labels.get(memo)
         if hit is not None:
             return hit
         if not info.is_resource:
-            p = path.rstrip("/") or "/"
+            p = info.path.rstrip("/") or "/"
             sub = p if p in _NON_RESOURCE or p.startswith(("/healthz/", "/livez/", "/readyz/", "/openapi/v3")) \
                 or self._discovery_path(info) else "other"
             labels: tuple[str, ...] = (method if method in _VERBS.values() or method == "HEAD" else "other",
                                        dry_run, "", "", "", sub, "", "apiserver")
+            if sub == "other":
+                memo = (method, "")  # unknown paths share one entry
         else:
             reg = self.server.registry
             res = reg.get(info.group, info.version, info.resource)
             if res is None:  # not served: no labels a client could choose
-                labels = (method, dry_run, "", "", "", "", "", "apiserver")
+                labels = (method, dry_run, "", "", "", "other", "", "apiserver")
             else:
                 sub = info.subresource if info.subresource in _SUBRESOURCES else ("" if not info.subresource
                                                                                   else "other")
-                v = "CONNECT" if sub in _CONNECT else ("APPLY" if reported == "apply" else _VERBS.get(verb, "other"))
+                v = "CONNECT" if sub in _CONNECT else ("APPLY" if verb == "apply" else _VERBS.get(verb, method))
                 # upstream's CleanScope: a named object or a create is "resource"
                 scope = "resource" if info.name or verb == "create" else ("namespace" if info.namespace
                                                                           else "cluster")

@@ -539,6 +539,8 @@ class APIServer:
         # what the path names and the verb, once for APF, authorization and the handlers
         info = parse_path(path)
         verb = request_verb(request.method, info, request.query.get("watch") if info.is_resource else None)
+        if self.metrics is not None:
+            self.metrics.routed(request, info, verb)  # what apiserver_request_total labels the request with
         # API Priority and Fairness after authentication, before authorization, as upstream's filter chain
         if self.flowcontrol is not None:
             return await self.flowcontrol.serve(request, path, user, info, verb,  # type: ignore[no-any-return]
