@@ -248,7 +248,12 @@ async def _start_local_proxy(server: Any, args: Any) -> Any:
 
     client = component_client(server, "system:kube-proxy", [], "kube-proxy/pyk8s")
     cidr = getattr(args, "cluster_cidr", "") or ""
-    return await start_node_proxy(client, socket.gethostname().lower(), [cidr] if cidr else [], owns_client=True)
+    np = await start_node_proxy(client, socket.gethostname().lower(), [cidr] if cidr else [], owns_client=True)
+    from .metrics.component import in_process
+
+    if np.proxier is not None and (shared := in_process(server)) is not None:  # kubeproxy_* on /metrics
+        shared.add("proxy", np.proxier.metrics)
+    return np
 
 
 def write_ingress_kubeconfig(server: Any) -> str:
