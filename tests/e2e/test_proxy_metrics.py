@@ -50,7 +50,7 @@ def test_proxy_metrics_count_syncs_and_network_programming(rig: ProxyRig) -> Non
     api = rig.cluster.api_client()
     client.CoreV1Api(api).create_namespaced_service("default", {"metadata": {"name": "metered"}, "spec": {
         "ports": [{"port": 80, "targetPort": 8080}]}})
-    trigger = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    trigger = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     client.DiscoveryV1Api(api).create_namespaced_endpoint_slice("default", {
         "metadata": {"name": "metered-1", "labels": {"kubernetes.io/service-name": "metered"},
                      "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": trigger}},
