@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from ..metrics.core import Hist
+from .delegating import DelegatingStore
 from .interface import Event, KeyValue, RangeResult, Store
 
 __all__ = ["InstrumentedStore"]
 
-_OWN = frozenset({"inner", "_hists", "_types", "_bounds", "_type_of"})
 
+class InstrumentedStore(DelegatingStore):
+    _OWN = frozenset({"inner", "_hists", "_types", "_bounds", "_type_of"})
 
-class InstrumentedStore(Store):
     def __init__(self, inner: Store, hists: dict[tuple[str, str], Hist], bounds: tuple[float, ...],
                  type_of: Callable[[str], str]) -> None:
         """type_of(segment): the type label of keys under /registry/<segment>/."""
@@ -27,15 +27,6 @@ class InstrumentedStore(Store):
         self._bounds = bounds
         self._type_of = type_of
         self._types: dict[str, str] = {}
-
-    def __getattr__(self, name: str) -> Any:  # backend extras (_on_events, synchronous, put_with_ttl...)
-        return getattr(self.inner, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _OWN:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self.inner, name, value)
 
     def _observe(self, op: str, key: str, t0: float) -> None:
         seg = key[10:].partition("/")[0] if key.startswith("/registry/") else ""
@@ -47,23 +38,6 @@ class InstrumentedStore(Store):
         if h is None:
             h = self._hists[k] = Hist(self._bounds)
         h.observe(time.perf_counter() - t0)
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    @property
-    def revision(self) -> int:
-        return self.inner.revision
-
-    @property
-    def compacted_revision(self) -> int:
-        return self.inner.compacted_revision
-
-    async def current_revision(self) -> int:
-        return await self.inner.current_revision()
 
     async def get(self, key: str) -> KeyValue | None:
         t0 = time.perf_counter()
