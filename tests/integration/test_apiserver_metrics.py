@@ -158,3 +158,24 @@ def test_unauthenticated_401_and_disable(closed_cluster: Cluster) -> None:
     r = raw_request(closed_cluster, "GET", "/metrics")
     assert r.status == 404
     assert os.path.exists(closed_cluster.kubeconfig)
+
+
+@pytest.fixture(scope="module")
+def etcd_cluster(tmp_path_factory: pytest.TempPathFactory):
+    from tests.conftest import require_binary
+
+    require_binary("etcd")
+    c = Cluster(str(tmp_path_factory.mktemp("prom-etcd")), datastore="etcd")
+    c.start()
+    yield c
+    c.stop()
+
+
+def test_etcd_backend_is_timed_too(etcd_cluster: Cluster) -> None:
+    """etcd_request_duration_seconds times the etcd backend's calls as it does SQLite's."""
+    etcd_cluster.kubectl("create", "configmap", "on-etcd", "-n", "default", "--from-literal=a=b")
+    etcd_cluster.kubectl("delete", "configmap", "on-etcd", "-n", "default")
+    fams = scrape(etcd_cluster)
+    for op in ("create", "delete"):
+        assert _value(fams, "etcd_request_duration_seconds", "_count", operation=op, type="configmaps") >= 1, op
+    assert _value(fams, "apiserver_storage_objects", resource="namespaces") >= 4
