@@ -100,6 +100,10 @@ def test_state_families(cluster: Cluster) -> None:
     assert _value(fams, "apiserver_storage_objects", resource="namespaces") >= 5
     assert _value(fams, "apiserver_storage_objects", resource="clusterroles.rbac.authorization.k8s.io") > 30
     assert _value(fams, "etcd_request_duration_seconds", "_count", operation="create", type="namespaces") >= 1
+    assert _value(fams, "apiserver_admission_step_admission_duration_seconds", "_count", type="admit",
+                  operation="CREATE", rejected="false") >= 1
+    assert _value(fams, "apiserver_admission_step_admission_duration_seconds", "_count", type="validate",
+                  operation="CREATE") >= 1
     # the scrape itself is in flight (read-only) while it is rendered
     assert _value(fams, "apiserver_current_inflight_requests", request_kind="readOnly") >= 1
     assert _value(fams, "apiserver_flowcontrol_dispatched_requests", "_total", priority_level="exempt") >= 1

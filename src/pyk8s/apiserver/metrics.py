@@ -31,6 +31,7 @@ ROUTED = "pyk8s.routed"  # request key: (RequestInfo, verb) as server._route res
 REQUEST_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0,
                    8.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0)
 SIZE_BUCKETS = exponential(1000, 10.0, 8)  # 1 KB .. 10 GB, as upstream
+ADMISSION_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5)
 SLI_PATHS = ("/metrics/slis",)
 _VERBS = {"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", "update": "PUT", "patch": "PATCH",
           "delete": "DELETE", "deletecollection": "DELETECOLLECTION"}
@@ -60,6 +61,7 @@ class APIServerMetrics:
         self.auth = {"success": 0, "failure": 0}
         self.watch_events: dict[tuple[str, str, str], int] = {}
         self.etcd: dict[tuple[str, str], Hist] = {}
+        self.admission: dict[tuple[str, str, str], Hist] = {}  # (type, operation, rejected)
         self._labels: dict[tuple[str, ...], tuple[str, ...]] = {}
         self.registry = component_registry()
         self.registry.register(_Collector(self))
@@ -166,6 +168,28 @@ class APIServerMetrics:
         return False
 
     # ---- counts other parts feed -------------------------------------------------------------
+    def attach(self, handler: Any, rest: Any) -> None:
+        """Count the handler's watch events and time the storage layer's admission chains, as
+        upstream's apiserver_admission_step_admission_duration_seconds (type admit or validate)."""
+        handler.metrics = self
+        run_chain = rest._admit
+        steps = self.admission
+
+        async def timed(chain: list[Any], res: Any, op: str, *args: Any) -> None:
+            t0 = time.perf_counter()
+            rejected = "true"
+            try:
+                await run_chain(chain, res, op, *args)
+                rejected = "false"
+            finally:
+                k = ("admit" if chain is rest.mutating else "validate", op, rejected)
+                h = steps.get(k)
+                if h is None:
+                    h = steps[k] = Hist(ADMISSION_BUCKETS)
+                h.observe(time.perf_counter() - t0)
+
+        rest._admit = timed
+
     def watch_counter(self, res: Any) -> Callable[[int], None]:
         """What a watch calls with the number of events it has just written."""
         k = (res.group, res.version, res.resource)
@@ -243,6 +267,10 @@ class _Collector:
         yield c
         yield histogram_family("etcd_request_duration_seconds", "Etcd request latency in seconds for each "
                                "operation and object type.", ("operation", "type"), list(m.etcd.items()))
+        yield histogram_family("apiserver_admission_step_admission_duration_seconds", "Admission sub-step "
+                               "latency histogram in seconds, broken out for each operation and API resource and "
+                               "step type (validate or admit).", ("type", "operation", "rejected"),
+                               list(m.admission.items()))
         c = CounterMetricFamily("authentication_attempts", "Counter of authenticated attempts.", labels=["result"])
         for r, n in m.auth.items():
             c.add_metric([r], n)

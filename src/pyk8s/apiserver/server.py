@@ -204,7 +204,8 @@ class APIServer:
             # watch; consistent reads wait for it to reach the store's current revision (rest.fresh)
             self._tasks.append(asyncio.create_task(self.caches.follow(follow_from), name="cache-follow"))
         self.handler = ResourceHandler(self.rest, self.registry, cfg.bookmark_interval)
-        self.handler.metrics = self.metrics  # apiserver_watch_events_total
+        if self.metrics is not None:  # watch events and admission steps (apiserver/metrics.py)
+            self.metrics.attach(self.handler, self.rest)
         from . import admission
 
         self.allocator = admission.install(self.rest, cfg.service_cidr)
