@@ -183,3 +183,27 @@ def test_etcd_backend_is_timed_too(etcd_cluster: Cluster) -> None:
     for op in ("create", "delete"):
         assert _value(fams, "etcd_request_duration_seconds", "_count", operation=op, type="configmaps") >= 1, op
     assert _value(fams, "apiserver_storage_objects", resource="namespaces") >= 4
+
+
+def test_open_watch_is_long_running_not_in_flight(cluster: Cluster) -> None:
+    """While a watch is open it is in apiserver_longrunning_requests; once its initial events are sent it
+    no longer counts as executing in API Priority and Fairness; when it ends the gauge goes back."""
+    import threading
+
+    def lr(fams: dict) -> float:
+        return _value(fams, "apiserver_longrunning_requests", verb="WATCH", resource="secrets", scope="namespace")
+
+    threads = [threading.Thread(target=raw_request, args=(cluster, "GET",
+               "/api/v1/namespaces/kube-system/secrets?watch=1&timeoutSeconds=3"), daemon=True) for _ in range(5)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 10
+    while lr(scrape(cluster)) < 5:
+        assert time.monotonic() < deadline, "the open watches were never counted"
+        time.sleep(0.1)
+    fams = scrape(cluster)
+    # the admin's flow (exempt) executes the scrape and maybe an in-process component's call: not the 5 watches
+    assert _value(fams, "apiserver_flowcontrol_current_executing_requests", flow_schema="exempt") < 5
+    for t in threads:
+        t.join(10)
+    assert lr(scrape(cluster)) == 0

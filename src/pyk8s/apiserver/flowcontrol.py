@@ -103,6 +103,19 @@ class FlowStats:
         self.rejected: dict[tuple[str, str, str], int] = {}
 
 
+def _watch_release(ticket: Ticket, executing: dict[tuple[str, str], int], key: tuple[str, str]) -> Callable[[], None]:
+    """A watch's seat and its count in current_executing_requests end once it is initialised, as upstream's."""
+    counted = [True]
+
+    def release() -> None:
+        ticket.release()
+        if counted[0]:
+            counted[0] = False
+            executing[key] -= 1
+
+    return release
+
+
 class FlowControl:
     def __init__(self, server: Any, server_concurrency: int, queue_wait: float = REQUEST_TIMEOUT / 4) -> None:
         self.server = server
@@ -218,8 +231,10 @@ class FlowControl:
         stats, fk = self.stats, flow.stat_key
         stats.dispatched[fk] = stats.dispatched.get(fk, 0) + 1
         stats.executing[fk] = stats.executing.get(fk, 0) + 1
+        release = ticket.release
         if verb == "watch":
-            request[PF_WATCH_INITIALIZED] = ticket.release
+            release = _watch_release(ticket, stats.executing, fk)
+            request[PF_WATCH_INITIALIZED] = release
             request[PF_HEADERS] = hdrs
         try:
             resp = await inner(request, path, user, info, verb)
@@ -227,8 +242,9 @@ class FlowControl:
             e.headers.update(hdrs)
             raise
         finally:
-            ticket.release()
-            stats.executing[fk] -= 1
+            release()
+            if verb != "watch":
+                stats.executing[fk] -= 1
         if not resp.prepared:
             resp.headers.update(flow.answer_headers)
         return resp
