@@ -41,6 +41,7 @@ def test_kubelet_metrics_follow_a_pod(env: Env) -> None:
     for op in ("run_podsandbox", "create_container", "start_container"):
         assert value(text, "kubelet_runtime_operations_total", operation_type=op) >= 1, op
     assert value(text, "process_resident_memory_bytes") > 0
+    assert value(text, "rest_client_requests_total", method="PATCH") >= 1  # its status updates
     env.delete_pod("metered", grace=0)
     env.wait_gone("metered")
 

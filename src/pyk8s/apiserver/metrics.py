@@ -48,21 +48,34 @@ _SIZE_LABELS = ("verb", "group", "version", "resource", "subresource", "scope", 
 _LR_LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component")
 
 
+class _Series:
+    """The counts of one label set (_LABELS): answers by status code, the duration histogram and, for
+    GET and LIST, the response sizes. The request path finds it once per request (memoised) and
+    updates it with no tuple or string built."""
+
+    __slots__ = ("labels", "codes", "durations", "sizes", "long_running")
+
+    def __init__(self, labels: tuple[str, ...], long_running: tuple[str, ...] | None) -> None:
+        self.labels = labels
+        self.codes: dict[int, int] = {}
+        self.durations = Hist(REQUEST_BUCKETS)
+        self.sizes = Hist(SIZE_BUCKETS) if labels[0] in ("GET", "LIST") else None
+        self.long_running = long_running  # its apiserver_longrunning_requests key
+
+
 class APIServerMetrics:
     """The counters the request path feeds and the collector that renders them on scrape."""
 
     def __init__(self, server: Any) -> None:
         self.server = server
-        self.requests: dict[tuple[str, ...], int] = {}  # _LABELS + code
-        self.durations: dict[tuple[str, ...], Hist] = {}
-        self.sizes: dict[tuple[str, ...], Hist] = {}
+        self.series: dict[tuple[str, ...], _Series] = {}  # by labels
         self.longrunning: dict[tuple[str, ...], int] = {}
         self.inflight = [0, 0]  # readOnly, mutating
-        self.auth = {"success": 0, "failure": 0}
+        self.auth_failures = 0  # 401s; every other answer is an authentication success
         self.watch_events: dict[tuple[str, str, str], int] = {}
         self.etcd: dict[tuple[str, str], Hist] = {}
         self.admission: dict[tuple[str, str, str], Hist] = {}  # (type, operation, rejected)
-        self._labels: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._memo: dict[tuple[str, ...], _Series] = {}
         self.registry = component_registry()
         self.registry.register(_Collector(self))
         self.slis = CollectorRegistry(auto_describe=False)
@@ -71,93 +84,84 @@ class APIServerMetrics:
     # ---- the request path -------------------------------------------------------------------
     def instrument(self, inner: Callable[[web.Request], Awaitable[web.StreamResponse]]
                    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-        inflight, longrunning, requests, durations = self.inflight, self.longrunning, self.requests, self.durations
+        inflight, longrunning, perf_counter = self.inflight, self.longrunning, time.perf_counter
 
         async def serve(request: web.Request) -> web.StreamResponse:
-            t0 = time.perf_counter()
-            method = request.method
-            kind = 0 if method == "GET" else 1
+            t0 = perf_counter()
+            kind = 0 if request.method == "GET" else 1
             inflight[kind] += 1
             try:
                 resp = await inner(request)
             finally:
                 # what server._route found (absent when authentication failed before it)
-                routed = request.get(ROUTED)
-                if routed is None:
-                    info, verb, lr = parse_path(request.path), "", None
-                    labels = self._labels_for(info, verb, method, request)
-                else:
-                    info, verb, labels, lr = routed
+                series = request.get(ROUTED)
+                if series is None:
+                    series = self._series(parse_path(request.path), "", request)
+                lr = series.long_running
                 if lr is None:
                     inflight[kind] -= 1
                 else:
                     longrunning[lr] -= 1
-            elapsed = time.perf_counter() - t0
+            series.durations.observe(perf_counter() - t0)
             code = resp.status
-            self.auth["failure" if code == 401 else "success"] += 1
-            key = (*labels, str(code))
-            requests[key] = requests.get(key, 0) + 1
-            h = durations.get(labels)
-            if h is None:
-                h = durations[labels] = Hist(REQUEST_BUCKETS)
-            h.observe(elapsed)
-            if labels[0] in ("GET", "LIST") and type(resp) is web.Response:
-                sk = labels[:1] + labels[2:]
-                s = self.sizes.get(sk)
-                if s is None:
-                    s = self.sizes[sk] = Hist(SIZE_BUCKETS)
+            codes = series.codes
+            codes[code] = codes.get(code, 0) + 1
+            if code == 401:
+                self.auth_failures += 1
+            sizes = series.sizes
+            if sizes is not None and type(resp) is web.Response:
                 body = resp.body
-                s.observe(len(body) if type(body) is bytes else (resp.content_length or 0))
+                sizes.observe(len(body) if type(body) is bytes else (resp.content_length or 0))
             return resp
 
         return serve
 
     def routed(self, request: web.Request, info: RequestInfo, verb: str) -> None:
-        """server._route resolved the request: its labels, and a long-running one (a watch, exec, logs...)
+        """server._route resolved the request: its series, and a long-running one (a watch, exec, logs...)
         moves from apiserver_current_inflight_requests to apiserver_longrunning_requests."""
-        labels = self._labels_for(info, verb, request.method, request)
-        lr = None
-        if verb == "watch" or (info.is_resource and info.subresource in _LONG_RUNNING):
-            lr = labels[:1] + labels[2:]
+        series = request[ROUTED] = self._series(info, verb, request)
+        lr = series.long_running
+        if lr is not None:
             self.longrunning[lr] = self.longrunning.get(lr, 0) + 1
             self.inflight[0 if request.method == "GET" else 1] -= 1
-        request[ROUTED] = (info, verb, labels, lr)
 
-    def _labels_for(self, info: RequestInfo, verb: str, method: str, request: web.Request) -> tuple[str, ...]:
+    def _series(self, info: RequestInfo, verb: str, request: web.Request) -> _Series:
+        method = request.method
         dry_run = "All" if method != "GET" and info.is_resource and request.query.get("dryRun") == "All" else ""
         if verb == "patch" and request.headers.get("Content-Type") == _APPLY:
             verb = "apply"
         # memoised on strings (their hashes are cached), not on the RequestInfo: hashing its fields costs more
         memo: tuple[str, ...] = (verb, dry_run, info.group, info.version, info.resource, info.subresource,
-                "n" if info.name else "", "ns" if info.namespace else "") if info.is_resource else (method, info.path)
-        hit = self._labels.get(memo)
+                                 "n" if info.name else "", "ns" if info.namespace else "") \
+            if info.is_resource else (method, info.path)
+        hit = self._memo.get(memo)
         if hit is not None:
             return hit
+        labels = self._labels_for(info, verb, method, dry_run)
+        series = self.series.get(labels)
+        if series is None:
+            long_running = verb == "watch" or (info.is_resource and info.subresource in _LONG_RUNNING)
+            series = self.series[labels] = _Series(labels, labels[:1] + labels[2:] if long_running else None)
+        if len(self._memo) > 8192:  # unknown paths are memoised one by one: bounded
+            self._memo.clear()
+        self._memo[memo] = series
+        return series
+
+    def _labels_for(self, info: RequestInfo, verb: str, method: str, dry_run: str) -> tuple[str, ...]:
         if not info.is_resource:
             p = info.path.rstrip("/") or "/"
             sub = p if p in _NON_RESOURCE or p.startswith(("/healthz/", "/livez/", "/readyz/", "/openapi/v3")) \
                 or self._discovery_path(info) else "other"
-            labels: tuple[str, ...] = (method if method in _VERBS.values() or method == "HEAD" else "other",
-                                       dry_run, "", "", "", sub, "", "apiserver")
-            if sub == "other":
-                memo = (method, "")  # unknown paths share one entry
-        else:
-            reg = self.server.registry
-            res = reg.get(info.group, info.version, info.resource)
-            if res is None:  # not served: no labels a client could choose
-                labels = (method, dry_run, "", "", "", "other", "", "apiserver")
-            else:
-                sub = info.subresource if info.subresource in _SUBRESOURCES else ("" if not info.subresource
-                                                                                  else "other")
-                v = "CONNECT" if sub in _CONNECT else ("APPLY" if verb == "apply" else _VERBS.get(verb, method))
-                # upstream's CleanScope: a named object or a create is "resource"
-                scope = "resource" if info.name or verb == "create" else ("namespace" if info.namespace
-                                                                          else "cluster")
-                labels = (v, dry_run, info.group, info.version, info.resource, sub, scope, "apiserver")
-        if len(self._labels) > 8192:
-            self._labels.clear()
-        self._labels[memo] = labels
-        return labels
+            return (method if method in _VERBS.values() or method == "HEAD" else "other",
+                    dry_run, "", "", "", sub, "", "apiserver")
+        res = self.server.registry.get(info.group, info.version, info.resource)
+        if res is None:  # not served: no labels a client could choose
+            return (method, dry_run, "", "", "", "other", "", "apiserver")
+        sub = info.subresource if info.subresource in _SUBRESOURCES else ("" if not info.subresource else "other")
+        v = "CONNECT" if sub in _CONNECT else ("APPLY" if verb == "apply" else _VERBS.get(verb, method))
+        # upstream's CleanScope: a named object or a create is "resource"
+        scope = "resource" if info.name or verb == "create" else ("namespace" if info.namespace else "cluster")
+        return (v, dry_run, info.group, info.version, info.resource, sub, scope, "apiserver")
 
     def _discovery_path(self, info: RequestInfo) -> bool:
         reg = self.server.registry
@@ -234,15 +238,18 @@ class _Collector:
         c = CounterMetricFamily("apiserver_request", "Counter of apiserver requests broken out for each verb, "
                                 "dry run value, group, version, resource, scope, component, and HTTP response code.",
                                 labels=[*_LABELS, "code"])
-        for k, n in list(m.requests.items()):
-            c.add_metric(list(k), n)
+        series = list(m.series.values())
+        for sr in series:
+            for code, n in list(sr.codes.items()):
+                c.add_metric([*sr.labels, str(code)], n)
         yield c
         yield histogram_family("apiserver_request_duration_seconds", "Response latency distribution in seconds "
                                "for each verb, dry run value, group, version, resource, subresource, scope and "
-                               "component.", _LABELS, list(m.durations.items()))
+                               "component.", _LABELS, [(sr.labels, sr.durations) for sr in series if sr.codes])
         yield histogram_family("apiserver_response_sizes", "Response size distribution in bytes for each group, "
                                "version, verb, resource, subresource, scope and component.", _SIZE_LABELS,
-                               list(m.sizes.items()))
+                               [(sr.labels[:1] + sr.labels[2:], sr.sizes) for sr in series
+                                if sr.sizes is not None and sr.sizes.counts != [0] * len(sr.sizes.counts)])
         g = GaugeMetricFamily("apiserver_current_inflight_requests", "Number of requests currently being served "
                               "by this apiserver, per request kind (long-running requests excluded).",
                               labels=["request_kind"])
@@ -272,8 +279,9 @@ class _Collector:
                                "step type (validate or admit).", ("type", "operation", "rejected"),
                                list(m.admission.items()))
         c = CounterMetricFamily("authentication_attempts", "Counter of authenticated attempts.", labels=["result"])
-        for r, n in m.auth.items():
-            c.add_metric([r], n)
+        total = sum(n for sr in series for n in list(sr.codes.values()))
+        c.add_metric(["success"], total - m.auth_failures)
+        c.add_metric(["failure"], m.auth_failures)
         yield c
         yield from _flowcontrol(m.server)
 

@@ -14,6 +14,7 @@ from aiohttp import web
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ..metrics.core import Hist, component_registry, exposition, histogram_family
+from ..metrics.rest_client import RestClientMetrics
 
 __all__ = ["KubeletMetrics"]
 
@@ -40,6 +41,10 @@ class KubeletMetrics:
         self.errors: dict[str, int] = {}
         self.registry = component_registry()
         self.registry.register(self)  # type: ignore[arg-type]
+        self.rest_client = RestClientMetrics()  # the kubelet's API client (rest_client_*)
+        self.registry.register(self.rest_client)  # type: ignore[arg-type]
+        if getattr(kubelet, "client", None) is not None and getattr(kubelet.client, "metrics", None) is None:
+            kubelet.client.metrics = self.rest_client
 
     # ---- what the kubelet reports ------------------------------------------------------------
     def pod_started(self, seconds: float) -> None:
