@@ -44,9 +44,10 @@ async def start_secure_serving(args: Any, client: Any, registry: Any, component:
                               ca_pem=load_kubeconfig(args.kubeconfig).ca_pem(), component=component)
     try:
         await srv.start()
-    except OSError as e:  # the port taken: upstream's components exit
-        print(f"pyk8s {args.command}: --secure-port {args.secure_port}: {e}", file=sys.stderr)
-        raise SystemExit(1) from e
+    except OSError as e:  # the port taken (another instance on this machine): the component still runs
+        print(f"pyk8s {args.command}: WARNING: --secure-port {args.secure_port} not served: {e}", file=sys.stderr,
+              flush=True)
+        return None
     return srv
 
 

@@ -104,7 +104,7 @@ class SecureMetricsServer:
 
     async def start(self) -> None:
         self._runner, self.port = await _listen(self.registry, self.host, self.port, self._ssl(), (self._auth,))
-        log.info("serving securely on %s:%d", self.host, self.port)
+        log.debug("serving securely on %s:%d", self.host, self.port)
 
     async def stop(self) -> None:
         if self._runner is not None:
