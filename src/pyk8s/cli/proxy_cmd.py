@@ -34,6 +34,20 @@ def _duration(text: str) -> float:
     return 0.0 if text.strip() in ("0", "0s") else go_duration(text)
 
 
+def _bind_address(text: str) -> str:
+    import argparse
+
+    from ..metrics.serve import parse_bind_address
+
+    try:
+        port = parse_bind_address(text, 10249)[1]
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: not IP:PORT")
+    return text
+
+
 def add_flags(p: Any, local_default: str = "none", default: list[str] | None = None) -> None:
     """The flags `pyk8s proxy` shares with upstream kube-proxy (and `pyk8s agent` passes on)."""
     p.add_argument("--cluster-cidr", type=_cidrs, default=list(default or []), metavar="CIDRS",
@@ -57,7 +71,7 @@ def add_parser(sub: Any) -> None:
     add_flags(p)
     p.add_argument("--nftables-table", type=_table_name, default="pyk8s-proxy", metavar="NAME",
                    help="name of the nftables table(s), ip and ip6 (default pyk8s-proxy)")
-    p.add_argument("--metrics-bind-address", default="127.0.0.1:10249", metavar="IP:PORT",
+    p.add_argument("--metrics-bind-address", default="127.0.0.1:10249", metavar="IP:PORT", type=_bind_address,
                    help="serve /metrics and /healthz over plain HTTP here, as upstream (default 127.0.0.1:10249; "
                         "empty or port 0: not served)")
     p.add_argument("--cleanup", action="store_true", help="remove the proxy's nftables tables and exit")
