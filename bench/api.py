@@ -245,6 +245,10 @@ def main() -> None:
         from .api_admission import main as admission_phase
 
         admission_phase()
+    from . import metrics_cost  # the request path's cost of /metrics, as a ratio against --disable metrics
+
+    print("  -- metrics on the request path: the same load with and without --disable metrics")
+    metrics_cost.main()
 
 
 def run_server(workers: int, ceiling: float) -> None:

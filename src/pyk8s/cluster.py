@@ -87,7 +87,9 @@ def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list
 
 
 def scheduler_process(server: Any, verbosity: int = 0) -> Any:
-    return _component_process(server, "scheduler", "scheduler.conf", "system:kube-scheduler", [], verbosity)
+    # no secure port: several servers share a machine in tests and dev clusters (docs/metrics.md)
+    return _component_process(server, "scheduler", "scheduler.conf", "system:kube-scheduler", [], verbosity,
+                              ("--secure-port", "0"))
 
 
 def controller_manager_process(server: Any, verbosity: int = 0, local_storage: bool = True,
@@ -99,7 +101,8 @@ def controller_manager_process(server: Any, verbosity: int = 0, local_storage: b
                               "system:kube-controller-manager", ["system:masters"], verbosity,
                               ("--cluster-signing-cert-file", str(server.pki.ca_cert_path),
                                "--cluster-signing-key-file", str(server.pki.ca_key_path),
-                               "--allocate-node-cidrs", "--cluster-cidr", server.config.cluster_cidr)
+                               "--allocate-node-cidrs", "--cluster-cidr", server.config.cluster_cidr,
+                               "--secure-port", "0")
                               + (("--controllers", ",".join(controllers)) if len(controllers) > 1 else ())
                               + extra)
 
@@ -163,6 +166,8 @@ def server_controllers(disabled: set[str]) -> list[str]:
 
 
 async def start_components(server: Any, args: Any) -> list[Any]:
+    from .metrics.component import in_process as in_process_metrics
+
     disabled = set(getattr(args, "disable", None) or [])
     started: list[Any] = []
     if "controller-manager" not in disabled and getattr(args, "controller_manager_process", False):
@@ -189,6 +194,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
                                root_ca=server.pki.ca_cert_path.read_bytes(),
                                options={**cluster_signing_options(server), **node_ipam_options(server),
                                         **hpa_options(args)})
+        if (shared := in_process_metrics(server)) is not None:  # on the server's /metrics, as k3s
+            cm.enable_metrics(shared)
         await cm.start()
         started.append(cm)
         await _default_service_account(client)
@@ -205,6 +212,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         if SchedulerRunner is not None:
             client = component_client(server, "system:kube-scheduler", [], "kube-scheduler/pyk8s")
             s = SchedulerRunner(client)
+            if (shared := in_process_metrics(server)) is not None:
+                s.enable_metrics(shared)
             await s.start()
             started.append(s)
     if not {"proxy", "servicelb"} & disabled:
@@ -260,7 +269,12 @@ async def _start_local_proxy(server: Any, args: Any) -> Any:
 
     client = component_client(server, "system:kube-proxy", [], "kube-proxy/pyk8s")
     cidr = getattr(args, "cluster_cidr", "") or ""
-    return await start_node_proxy(client, socket.gethostname().lower(), [cidr] if cidr else [], owns_client=True)
+    np = await start_node_proxy(client, socket.gethostname().lower(), [cidr] if cidr else [], owns_client=True)
+    from .metrics.component import in_process
+
+    if np.proxier is not None and (shared := in_process(server)) is not None:  # kubeproxy_* on /metrics
+        shared.add("proxy", np.proxier.metrics)
+    return np
 
 
 def write_ingress_kubeconfig(server: Any) -> str:

@@ -53,7 +53,8 @@ class Manager:
     def __init__(self, kubeconfig: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pyk8s.cli", "controller-manager", "--kubeconfig", kubeconfig,
-             "--controllers=serviceaccount,replicaset-controller,root-ca-cert-publisher", *LEADER_FLAGS],
+             "--controllers=serviceaccount,replicaset-controller,root-ca-cert-publisher", "--secure-port", "0",
+             *LEADER_FLAGS],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),
             env=dict(os.environ, PYTHONUNBUFFERED="1"))
         self.lines: list[str] = []

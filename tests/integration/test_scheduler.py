@@ -450,7 +450,7 @@ def test_scheduler_command_with_config(no_scheduler, tmp_path):
         "      disabled:\n"
         "      - name: '*'\n")
     proc = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "scheduler", "--kubeconfig", c.kubeconfig,
-                             "--config", str(cfg), "--leader-elect=false"],
+                             "--config", str(cfg), "--leader-elect=false", "--secure-port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:

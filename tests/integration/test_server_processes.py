@@ -102,7 +102,8 @@ def test_a_restarted_server_stops_a_scheduler_left_by_the_one_before(tmp_path: P
     c.stop()
     conf = os.path.join(os.path.abspath(c.data_dir), "scheduler.conf")
     # the leftover: the command line the server gives its scheduler, its parent not a server
-    old = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "scheduler", "--kubeconfig", conf, "--v", "0"],
+    old = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "scheduler", "--kubeconfig", conf, "--v", "0",
+                            "--secure-port", "0"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         time.sleep(1.0)

@@ -80,15 +80,40 @@ def _user_of(user: Any) -> tuple[str, tuple[str, ...]]:
 class _Flow:
     """A cached classification: schema, level, flow hash and the response headers."""
 
-    __slots__ = ("schema", "level", "flow_hash", "headers", "answer_headers")
+    __slots__ = ("schema", "level", "flow_hash", "headers", "answer_headers", "stat_key")
 
     def __init__(self, schema: CompiledFlowSchema, level: PriorityLevel, flow_hash: int) -> None:
         self.schema = schema
         self.level = level
         self.flow_hash = flow_hash
         self.headers = {FLOW_SCHEMA_UID_HEADER: schema.uid, PRIORITY_LEVEL_UID_HEADER: level.uid}
+        self.stat_key = (schema.name, level.name)
         # the same, ready for an answer's CIMultiDict: updating from one is half the cost of a dict
         self.answer_headers = CIMultiDict((istr(k), v) for k, v in self.headers.items())
+
+
+class FlowStats:
+    """Counts by (flow schema, priority level), rendered on scrape."""
+
+    __slots__ = ("dispatched", "executing", "rejected")
+
+    def __init__(self) -> None:
+        self.dispatched: dict[tuple[str, str], int] = {}
+        self.executing: dict[tuple[str, str], int] = {}
+        self.rejected: dict[tuple[str, str, str], int] = {}
+
+
+def _watch_release(ticket: Ticket, executing: dict[tuple[str, str], int], key: tuple[str, str]) -> Callable[[], None]:
+    """A watch's seat and its count in current_executing_requests end once it is initialised, as upstream's."""
+    counted = [True]
+
+    def release() -> None:
+        ticket.release()
+        if counted[0]:
+            counted[0] = False
+            executing[key] -= 1
+
+    return release
 
 
 class FlowControl:
@@ -97,6 +122,7 @@ class FlowControl:
         self.server_concurrency = server_concurrency
         self.queue_wait = queue_wait
         self.dispatcher = Dispatcher()
+        self.stats = FlowStats()  # apiserver_flowcontrol_* (apiserver/metrics.py)
         self.schemas: list[CompiledFlowSchema] = []
         self._cache: dict[tuple[Any, ...], _Flow] = {}
         self._dirty = True
@@ -202,8 +228,13 @@ class FlowControl:
                 ticket.release()
                 raise E.new_too_many_requests(TOO_MANY_REQUESTS, level.retry_after.value)
         hdrs = flow.headers
+        stats, fk = self.stats, flow.stat_key
+        stats.dispatched[fk] = stats.dispatched.get(fk, 0) + 1
+        stats.executing[fk] = stats.executing.get(fk, 0) + 1
+        release = ticket.release
         if verb == "watch":
-            request[PF_WATCH_INITIALIZED] = ticket.release
+            release = _watch_release(ticket, stats.executing, fk)
+            request[PF_WATCH_INITIALIZED] = release
             request[PF_HEADERS] = hdrs
         try:
             resp = await inner(request, path, user, info, verb)
@@ -211,7 +242,9 @@ class FlowControl:
             e.headers.update(hdrs)
             raise
         finally:
-            ticket.release()
+            release()
+            if verb != "watch":
+                stats.executing[fk] -= 1
         if not resp.prepared:
             resp.headers.update(flow.answer_headers)
         return resp
@@ -227,6 +260,9 @@ class FlowControl:
                 level.cancel(fut)
                 raise
         if ticket is None:
+            # upstream's reasons: no room in the queues, or waited too long in one
+            rk = (*flow.stat_key, "time-out" if fut is not None else "queue-full")
+            self.stats.rejected[rk] = self.stats.rejected.get(rk, 0) + 1
             level.retry_after.record()
             err = E.new_too_many_requests(TOO_MANY_REQUESTS, level.retry_after.value)
             err.headers.update(flow.headers)

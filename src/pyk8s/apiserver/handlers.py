@@ -85,6 +85,7 @@ class ResourceHandler:
         self.registry = registry
         self.bookmark_interval = bookmark_interval
         self.min_request_timeout = 1800.0
+        self.metrics: Any = None  # apiserver/metrics.py: watch events sent
 
     # ---- conversion between the served version and the stored one --------------------------
     def _storage_api_version(self, res: Resource) -> str:
@@ -516,7 +517,9 @@ class ResourceHandler:
             initialized = request.get(PF_WATCH_INITIALIZED)
             if initialized is not None:
                 initialized()  # APF holds a watch's seat only until it is set up, as upstream
-            flush = _direct_sink(request, resp, watcher) \
+            sent = self.metrics.watch_counter(res) if self.metrics is not None else _count_nothing
+            sent(len(initial))  # apiserver_watch_events_total, as events are written
+            flush = _direct_sink(request, resp, watcher, sent) \
                 if not convert and not out.as_kind and out.format == "json" else _nothing
             last_bookmark = time.monotonic()
             while True:
@@ -531,6 +534,7 @@ class ResourceHandler:
                 flush()  # what the sink holds goes before anything this task writes
                 if batch:
                     await resp.write(b"".join(enc.event(t, ce) for t, ce in batch))
+                    sent(len(batch))
                     since = batch[-1][1].rev
                 elif bookmarks and time.monotonic() - last_bookmark >= self.bookmark_interval - 0.01:
                     await resp.write(enc.bookmark(max(since, cache.rev)))
@@ -552,7 +556,12 @@ def _nothing() -> None:
     return None
 
 
-def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any) -> Callable[[], None]:
+def _count_nothing(n: int) -> None:
+    return None
+
+
+def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any,
+                 sent: Callable[[int], None]) -> Callable[[], None]:
     """Let the watch cache write this watch's JSON events straight to the connection; returns the
     function that writes out what the sink holds.
 
@@ -577,6 +586,7 @@ def _direct_sink(request: web.Request, resp: web.StreamResponse, watcher: Any) -
     def flush() -> None:
         if not held:
             return
+        sent(len(held))
         if len(held) == 1:
             data = held[0].json_chunk()
         else:  # one chunk for them all: one size line to write and for the client to parse

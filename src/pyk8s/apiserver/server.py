@@ -157,6 +157,7 @@ class APIServer:
         self.audit = config.audit.build() if config.audit is not None else None
         self.flowcontrol: Any = None  # the APF or max-in-flight filter (flowcontrol.py)
         self.aggregator: Any = None  # APIService proxying (aggregator.py)
+        self.metrics: Any = None  # apiserver/metrics.py's APIServerMetrics; None with --disable metrics
 
     @property
     def url(self) -> str:
@@ -183,6 +184,10 @@ class APIServer:
             from ..storage.transforming import wrap_store
 
             self.store = wrap_store(self.store, cfg.encryption.key_resolver(self.registry))
+        if "metrics" not in cfg.disabled_components:  # /metrics (apiserver/metrics.py; off for benchmarks)
+            from .metrics import install as install_metrics
+
+            install_metrics(self)
         self.caches = CacheSet(self.store)
         embedded = hasattr(self.store, "_on_events")
         if embedded:
@@ -201,6 +206,8 @@ class APIServer:
             # watch; consistent reads wait for it to reach the store's current revision (rest.fresh)
             self._tasks.append(asyncio.create_task(self.caches.follow(follow_from), name="cache-follow"))
         self.handler = ResourceHandler(self.rest, self.registry, cfg.bookmark_interval)
+        if self.metrics is not None:  # watch events and admission steps (apiserver/metrics.py)
+            self.metrics.attach(self.handler, self.rest)
         from . import admission
 
         self.allocator = admission.install(self.rest, cfg.service_cidr)
@@ -542,6 +549,8 @@ class APIServer:
         # what the path names and the verb, once for APF, authorization and the handlers
         info = parse_path(path)
         verb = request_verb(request.method, info, request.query.get("watch") if info.is_resource else None)
+        if self.metrics is not None:
+            self.metrics.routed(request, info, verb)  # what apiserver_request_total labels the request with
         # API Priority and Fairness after authentication, before authorization, as upstream's filter chain
         if self.flowcontrol is not None:
             return await self.flowcontrol.serve(request, path, user, info, verb,  # type: ignore[no-any-return]
@@ -648,6 +657,8 @@ class APIServer:
                 return web.json_response(jwks([self.pki.sa_public_key]))
             return web.json_response(openid_configuration(
                 "https://kubernetes.default.svc.cluster.local", f"{self.url}/openid/v1/jwks", [self.pki.sa_public_key]))
+        if path in ("/metrics", "/metrics/slis") and self.metrics is not None:
+            return self.metrics.response(request, path == "/metrics/slis")
         if path == "/":
             paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2",
                             "/openapi/v3"} | {f"/apis/{g}" for g in self.registry.groups() if g}

@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import Any
 
-from .scheduler_cmd import argparse_bool
+from .scheduler_cmd import add_secure_serving_flags, argparse_bool, start_secure_serving
 
 
 def go_duration(text: str) -> float:
@@ -69,6 +69,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cluster-cidr", default="", help="the pods' network, e.g. 10.244.0.0/16")
     p.add_argument("--node-cidr-mask-size", type=int, default=0,
                    help="prefix length of each Node's pod CIDR (default 24 for IPv4, 64 for IPv6)")
+    add_secure_serving_flags(p, 10257)
     p.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
     from ..controllers.podautoscaler import options as hpa_flags
 
@@ -138,6 +139,11 @@ async def _main(args: Any) -> int:
                "node_cidr_mask_size": args.node_cidr_mask_size, **hpa_flags.from_args(args)}
     cm = ControllerManager(client, names, leader_elect=args.leader_elect, root_ca=root_ca, options=options,
                            exit_on_lost_leadership=True)
+    from ..metrics.component import ComponentMetrics
+
+    metrics = ComponentMetrics()
+    cm.enable_metrics(metrics)
+    secure = await start_secure_serving(args, client, metrics.registry, "kube-controller-manager")
     await cm.start()
     from .. import gctune
 
@@ -154,6 +160,8 @@ async def _main(args: Any) -> int:
     await asyncio.wait({stopping, ended}, return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
     lost = ended.done() and cm.lost_leadership
+    if secure is not None:
+        await secure.stop()
     await cm.stop()
     if lost:
         print(f"pyk8s controller-manager: leaderelection lost ({cm.identity})", file=sys.stderr, flush=True)

@@ -119,7 +119,8 @@ def _server_parser(sub: Any) -> None:
                         "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
                         "volumes' directories; docs/storage.md), metrics-server (the metrics.k8s.io API; "
                         "docs/metrics-server.md), hpa (the horizontal pod autoscaler; docs/hpa.md), device-plugins (the "
-                        "local kubelet's device-plugin Registration and pod-resources sockets; docs/device-plugins.md) "
+                        "local kubelet's device-plugin Registration and pod-resources sockets; docs/device-plugins.md), "
+                        "metrics (the API server's /metrics and its request counting, for benchmarks: docs/metrics.md) "
                         "(repeatable)")
     from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
 

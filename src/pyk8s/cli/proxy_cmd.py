@@ -34,6 +34,20 @@ def _duration(text: str) -> float:
     return 0.0 if text.strip() in ("0", "0s") else go_duration(text)
 
 
+def _bind_address(text: str) -> str:
+    import argparse
+
+    from ..metrics.serve import parse_bind_address
+
+    try:
+        port = parse_bind_address(text, 10249)[1]
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: not IP:PORT")
+    return text
+
+
 def add_flags(p: Any, local_default: str = "none", default: list[str] | None = None) -> None:
     """The flags `pyk8s proxy` shares with upstream kube-proxy (and `pyk8s agent` passes on)."""
     p.add_argument("--cluster-cidr", type=_cidrs, default=list(default or []), metavar="CIDRS",
@@ -57,6 +71,9 @@ def add_parser(sub: Any) -> None:
     add_flags(p)
     p.add_argument("--nftables-table", type=_table_name, default="pyk8s-proxy", metavar="NAME",
                    help="name of the nftables table(s), ip and ip6 (default pyk8s-proxy)")
+    p.add_argument("--metrics-bind-address", default="127.0.0.1:10249", metavar="IP:PORT", type=_bind_address,
+                   help="serve /metrics and /healthz over plain HTTP here, as upstream (default 127.0.0.1:10249; "
+                        "empty or port 0: not served)")
     p.add_argument("--cleanup", action="store_true", help="remove the proxy's nftables tables and exit")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v")
 
@@ -95,14 +112,39 @@ async def _main(args: Any) -> int:
         await proxier.stop()
         await client.close()
         return 1
+    metrics_server = await _serve_metrics(args, client, proxier)
     print(f"pyk8s proxy: running for node {node_name}", flush=True)
     from .signals import until_terminated
 
     await until_terminated()
+    if metrics_server is not None:
+        await metrics_server.stop()
     # as upstream: stopping leaves the rules (a restart must not drop connections); --cleanup removes them
     await proxier.stop()
     await client.close()
     return 0
+
+
+async def _serve_metrics(args: Any, client: Any, proxier: Any) -> Any:
+    """kube-proxy's --metrics-bind-address: kubeproxy_*, rest_client_* and process_* (docs/metrics.md)."""
+    from ..metrics.component import ComponentMetrics
+    from ..metrics.serve import PlainMetricsServer, parse_bind_address
+
+    if not args.metrics_bind_address:
+        return None
+    host, port = parse_bind_address(args.metrics_bind_address, 10249)
+    if not port:
+        return None
+    metrics = ComponentMetrics()
+    metrics.add("proxy", proxier.metrics)
+    client.metrics = metrics.rest_client
+    srv = PlainMetricsServer(metrics.registry, host, port)
+    try:
+        await srv.start()
+    except OSError as e:  # another kube-proxy holds the port: the rules are still programmed
+        print(f"pyk8s proxy: --metrics-bind-address {args.metrics_bind_address}: {e}", file=sys.stderr, flush=True)
+        return None
+    return srv
 
 
 def run(args: Any) -> int:

@@ -19,8 +19,36 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--leader-elect", default=True, action=argparse_bool(), nargs="?", const=True,
                    help="take the kube-system/kube-scheduler Lease before scheduling (default true)")
     p.add_argument("--parallel-binds", type=int, default=128, help="bindings in flight at most (default 128)")
+    add_secure_serving_flags(p, 10259)
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
+
+
+def add_secure_serving_flags(p: Any, port: int) -> None:
+    """upstream's --secure-port / --bind-address: /metrics over HTTPS with delegated authn/authz (docs/metrics.md)."""
+    p.add_argument("--secure-port", type=int, default=port, metavar="PORT",
+                   help=f"serve /metrics and /healthz over HTTPS on this port, authenticated with TokenReview or "
+                        f"a client certificate and authorized with SubjectAccessReview (default {port}; 0: not served)")
+    p.add_argument("--bind-address", default="0.0.0.0", metavar="IP",
+                   help="the address --secure-port listens on (default 0.0.0.0)")
+
+
+async def start_secure_serving(args: Any, client: Any, registry: Any, component: str) -> Any:
+    """The component's secure port, or None with --secure-port 0."""
+    if not args.secure_port:
+        return None
+    from ..client.kubeconfig import load_kubeconfig
+    from ..metrics.serve import SecureMetricsServer
+
+    srv = SecureMetricsServer(client, registry, args.secure_port, args.bind_address,
+                              ca_pem=load_kubeconfig(args.kubeconfig).ca_pem(), component=component)
+    try:
+        await srv.start()
+    except OSError as e:  # the port taken (another instance on this machine): the component still runs
+        print(f"pyk8s {args.command}: WARNING: --secure-port {args.secure_port} not served: {e}", file=sys.stderr,
+              flush=True)
+        return None
+    return srv
 
 
 def argparse_bool() -> Any:
@@ -62,6 +90,11 @@ async def _main(args: Any) -> int:
     except (OSError, ValueError) as e:
         print(f"pyk8s scheduler: {e}", file=sys.stderr)
         return 1
+    from ..metrics.component import ComponentMetrics
+
+    metrics = ComponentMetrics()
+    runner.enable_metrics(metrics)
+    secure = await start_secure_serving(args, client, metrics.registry, "kube-scheduler")
     await runner.start()
     from .. import gctune
 
@@ -70,6 +103,8 @@ async def _main(args: Any) -> int:
     from .signals import until_terminated
 
     await until_terminated()
+    if secure is not None:
+        await secure.stop()
     await runner.stop()
     return 0
 

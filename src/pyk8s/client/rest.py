@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -86,6 +87,7 @@ class Client:
         self.timeout = timeout
         self._session: aiohttp.ClientSession | None = None  # watches and other streams
         self._pools: dict[str, ConnectionPool] = {}  # request/response calls, per server
+        self.metrics: Any = None  # the component's RestClientMetrics (metrics/rest_client.py)
 
     @property
     def server(self) -> str:
@@ -181,7 +183,10 @@ class Client:
         it, so a write is safe to resend. Other 429s (an eviction a PodDisruptionBudget forbids) are
         answers, not retried."""
         for _ in range(MAX_THROTTLED_RETRIES):
+            t0 = time.perf_counter()
             status, raw = await self._pool(server).request(method, target, data, content_type, self.timeout)
+            if self.metrics is not None:  # rest_client_* (metrics/rest_client.py)
+                self.metrics.observe(server, method, status, time.perf_counter() - t0)
             wait = _retry_after(raw) if status == 429 else None
             if wait is None:
                 return status, raw
@@ -253,9 +258,12 @@ class Client:
         server = self.server
         target = resource_path(gvr, namespace) + "?" + urlencode(q)
         local = getattr(self._pools.get(server), "stream", None)  # the server's in-process loopback
+        t0 = time.perf_counter()
         served = await local("GET", target) if local is not None else None
         if served is not None:
             status, refusal, chunks, warning_values = served
+            if self.metrics is not None:  # a watch counts once its answer's status is known, as client-go's
+                self.metrics.observe(server, "GET", status, time.perf_counter() - t0)
             log_warnings(warning_values)
             if status >= 400:
                 raise _status_error(status, refusal)
@@ -267,6 +275,8 @@ class Client:
             async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None,
                                                                            sock_read=timeout_seconds + 30)) as r:
                 log_warnings(r.headers.getall("Warning", ()))
+                if self.metrics is not None:
+                    self.metrics.observe(server, "GET", r.status, time.perf_counter() - t0)
                 if r.status >= 400:
                     if r.status in UNAVAILABLE:
                         self.failover(server)

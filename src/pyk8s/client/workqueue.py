@@ -19,8 +19,12 @@ log = logging.getLogger(__name__)
 
 class RateLimitingQueue:
     def __init__(self, name: str = "", base_delay: float = 0.005, max_delay: float = 1000.0,
-                 qps: float = 10.0, burst: int = 100) -> None:
+                 qps: float = 10.0, burst: int = 100, metrics: Any = None) -> None:
         self.name = name
+        # metrics/workqueue.py's QueueMetrics: workqueue_* for this queue's name (None: not counted)
+        self.metrics = metrics
+        if metrics is not None:
+            metrics.queue = self
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.qps, self.burst = qps, burst
@@ -47,6 +51,8 @@ class RateLimitingQueue:
         if self._shutdown or item in self._dirty:
             return
         self._dirty.add(item)
+        if self.metrics is not None:
+            self.metrics.added(item)
         if item in self._processing:
             return  # re-queued when the current processing is done
         self._queue.append(item)
@@ -111,6 +117,8 @@ class RateLimitingQueue:
         return max(per_item, bucket)
 
     def add_rate_limited(self, item: Any) -> None:
+        if self.metrics is not None:
+            self.metrics.retried()
         self.add_after(item, self.when(item))
 
     def forget(self, item: Any) -> None:
@@ -134,10 +142,14 @@ class RateLimitingQueue:
         item = self._queue.popleft()
         self._dirty.discard(item)
         self._processing.add(item)
+        if self.metrics is not None:
+            self.metrics.started(item)
         return item
 
     def done(self, item: Any) -> None:
         self._processing.discard(item)
+        if self.metrics is not None:
+            self.metrics.finished(item)
         if item in self._dirty:
             self._queue.append(item)
             self._notify()

@@ -58,6 +58,7 @@ class ControllerContext:
     informers: InformerFactory
     options: dict[str, Any] = field(default_factory=dict)
     root_ca: bytes = b""
+    workqueue_metrics: Any = None  # metrics/workqueue.py's WorkqueueMetrics: each queue counted by its name
     _recorders: dict[str, EventRecorder] = field(default_factory=dict)
 
     def recorder(self, component: str) -> EventRecorder:
@@ -80,7 +81,8 @@ class Controller:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.client = ctx.client
-        self.queue = RateLimitingQueue(self.name)
+        wq = ctx.workqueue_metrics
+        self.queue = RateLimitingQueue(self.name, metrics=wq.queue(self.name) if wq is not None else None)
         self.recorder = ctx.recorder(self.component)
 
     def setup(self) -> None:

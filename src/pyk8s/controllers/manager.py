@@ -143,6 +143,12 @@ class ControllerManager:
         self._task: asyncio.Task[None] | None = None
         self.informers: InformerFactory | None = None
         self.elector: LeaderElector | None = None
+        self.metrics: Any = None  # metrics/component.py's ComponentMetrics, once enable_metrics()
+
+    def enable_metrics(self, component: Any) -> None:
+        """Count the controllers' queues (workqueue_*) and the API client's requests (rest_client_*)."""
+        self.metrics = component
+        self.client.metrics = component.rest_client
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._main(), name="controller-manager")
@@ -164,7 +170,8 @@ class ControllerManager:
 
     async def _run(self) -> None:
         self.informers = InformerFactory(self.client)
-        ctx = ControllerContext(self.client, self.informers, self.options, self.root_ca)
+        ctx = ControllerContext(self.client, self.informers, self.options, self.root_ca,
+                                workqueue_metrics=self.metrics.workqueue if self.metrics is not None else None)
         self.controllers = []
         for name in self.names:
             cls = load(name)

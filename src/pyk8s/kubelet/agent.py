@@ -164,6 +164,9 @@ class Kubelet:
         self.start_slots = asyncio.Semaphore(config.start_concurrency)
         self.runtime: Any = None
         self.pod_workers = PodWorkers(self)
+        from .metrics import KubeletMetrics
+
+        self.metrics = KubeletMetrics(self)  # GET /metrics on the kubelet's port (kubelet/metrics.py)
         self.status_manager = StatusManager(client)
         self.objects = ObjectCache(client, self._object_changed)
         self.tokens = TokenManager(client)
@@ -231,6 +234,7 @@ class Kubelet:
         if self.config.runc_root:
             kw["runc_root"] = self.config.runc_root
         self.runtime = new_runtime(self.data_dir, **kw)
+        self.metrics.instrument_runtime(self.runtime)
         v = await self.runtime.version()
         name = v.get("runtimeName", "runc")
         version = (v.get("runtimeVersion") or runc_version()).split("+")[0]  # drop distro build suffixes (+ds1)
@@ -284,6 +288,7 @@ class Kubelet:
         self.stats = SummaryProvider(self.node_name, self.runtime, self.root, get_pod=api_pod,
                                      images_dir=os.path.join(self.data_dir, "images"))
         provider_routes(srv.app, self.stats)
+        srv.app.router.add_get("/metrics", self.metrics.handle)
         try:
             await srv.start()
         except OSError as e:  # another kubelet on this machine holds the port: pods still run

@@ -195,7 +195,9 @@ class PodWorker:
             if self._termination_wanted():
                 self.state = TERMINATING
             else:
+                t0, op = time.monotonic(), "sync" if self.first_sync else "create"
                 await self.sync_pod()
+                self.kl.metrics.pod_worker(op, time.monotonic() - t0)
                 if not self.view.terminal and not self._termination_wanted():
                     return False
                 self.state = TERMINATING
@@ -795,6 +797,7 @@ class PodWorker:
             sts = status.get("containerStatuses") or []
             if sts and all((s.get("state") or {}).get("running") for s in sts):
                 self.running_since = time.time()
+                self.kl.metrics.pod_started(self.running_since - (self.first_sync or self.running_since))
         return status
 
 

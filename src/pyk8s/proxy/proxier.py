@@ -26,6 +26,7 @@ from ..client import Client
 from ..client.informer import InformerFactory
 from ..client.tasks import cancel
 from . import conntrack, nft
+from .metrics import ProxyMetrics
 from .nftables_rules import Fragment, TableConfig, diff, fragment, full_sync
 from .serviceport import SERVICE_NAME_LABEL, ServicePort, service_ports
 
@@ -94,6 +95,7 @@ class Proxier:
         self.last_sync_commands = 0
         self.last_nft_seconds = 0.0  # the `nft -f` share of the last sync
         self.synced = asyncio.Event()  # set after each sync; cleared when new work arrives
+        self.metrics = ProxyMetrics()  # kubeproxy_* (proxy/metrics.py)
 
     # ---- events --------------------------------------------------------------------------
     def _mark(self, key: str) -> None:
@@ -108,6 +110,8 @@ class Proxier:
         for o in objs:  # an update may move a slice between Services
             for key in _slice_service(o):
                 self._mark(key)
+        for key in _slice_service(objs[-1]):  # the newest version's trigger time
+            self.metrics.slice_changed(key, objs[-1])
 
     # ---- lifecycle -----------------------------------------------------------------------
     def add_handlers(self) -> None:
@@ -244,6 +248,7 @@ class Proxier:
             await asyncio.gather(*cleanups)
         self.syncs += 1
         self.last_sync_seconds = time.perf_counter() - start
+        self.metrics.synced(dirty, self.last_sync_seconds)
         self.last_sync_commands = len(commands)
         log.debug("proxy sync: %d services, %d commands, %.1f ms%s", len(dirty), len(commands),
                   self.last_sync_seconds * 1000, " (full)" if full else "")

@@ -36,6 +36,7 @@ from .extender import ExtenderError
 from .extender_cycle import interested_extenders, schedule_with_extenders
 from .framework import Handle
 from .gpu_share_binder import annotate_gpu_share
+from .metrics import SchedulerMetrics
 from .podinfo import DEFAULT_NAMESPACE_LABEL, PodInfo
 from .scheduler import Decision, Scheduler
 from .selectors import LabelSelector, compile_label_selector, selector_from_set
@@ -123,6 +124,7 @@ class SchedulerRunner:
                         workload_selectors=self._workload_selectors, pvc=self._pvc, pv=self.pvs.get,
                         pvs=lambda: list(self.pvs.store.values()), storage_class=self.storage_classes.get)
         self.scheduler = Scheduler(config, handle=handle)
+        self.metrics: SchedulerMetrics | None = None  # scheduler_* (scheduler/metrics.py), once enable_metrics()
         self.recorder = EventRecorder(client, COMPONENT)
         self.elector: LeaderElector | None = None
         self.leading = False
@@ -137,6 +139,12 @@ class SchedulerRunner:
         self._wire()
 
     # -- lifecycle --------------------------------------------------------------------------
+
+    def enable_metrics(self, component: Any) -> None:
+        """Count into `component` (metrics/component.py's ComponentMetrics): scheduler_* and its API client's."""
+        self.metrics = SchedulerMetrics(self.scheduler)
+        component.add("scheduler", self.metrics)
+        self.client.metrics = component.rest_client
 
     async def start(self, sync_timeout: float = 60.0) -> None:
         """Start the informers, wait for their first list, then run (or wait to win) the election."""
@@ -301,6 +309,7 @@ class SchedulerRunner:
             except BaseException:
                 slots.release()
                 raise
+            t0 = time.perf_counter()
             try:
                 exts = interested_extenders(self.scheduler, qpi) if self.scheduler.extenders else None
                 d = await schedule_with_extenders(self.scheduler, qpi, exts) if exts else self.scheduler.schedule(qpi)
@@ -308,7 +317,13 @@ class SchedulerRunner:
                 log.exception("scheduling %s/%s", qpi.pod_info.namespace, qpi.pod_info.name)
                 slots.release()
                 queue.add_unschedulable_if_not_present(qpi, error=True)
+                if self.metrics is not None:
+                    self.metrics.attempt("error", qpi.pod_info.tmpl.scheduler_name, time.perf_counter() - t0)
                 continue
+            if d is not None and self.metrics is not None:
+                result = "scheduled" if d.node is not None else (
+                    "error" if d.reason == "SchedulerError" else "unschedulable")
+                self.metrics.attempt(result, d.profile.scheduler_name, time.perf_counter() - t0)
             if d is None:
                 slots.release()
             elif d.node is not None:
@@ -364,6 +379,8 @@ class SchedulerRunner:
         if err is None:
             self.scheduler.binding_done(d, True)
             self.bound += 1
+            if self.metrics is not None:
+                self.metrics.bound(d.qpi)
             self.recorder.event(_ref(p.pod), "Normal", "Scheduled",
                                 f"Successfully assigned {p.namespace}/{p.name} to {d.node}")
             return

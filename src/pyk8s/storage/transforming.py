@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from .delegating import DelegatingStore
 from .interface import PUT, ConflictError, Event, KeyValue, RangeResult, Store
 from .value import Transformer, TransformError
 
@@ -28,11 +29,12 @@ log = logging.getLogger("pyk8s.storage.transforming")
 
 REGISTRY = "/registry/"
 _NONE: Any = object()
-# attributes of the wrapper itself; any other assignment (e.g. synchronous) is the backend's
-_OWN = frozenset({"inner", "stale", "_resolve", "_by_prefix", "_inflight", "_feed", "_on_events", "_ad"})
 
 
-class TransformingStore(Store):
+class TransformingStore(DelegatingStore):
+    # attributes of the wrapper itself; any other assignment (e.g. synchronous) is the backend's
+    _OWN = frozenset({"inner", "stale", "_resolve", "_by_prefix", "_inflight", "_feed", "_on_events", "_ad"})
+
     def __init__(self, inner: Store, resolve: Callable[[str, str], Transformer | None]) -> None:
         """resolve(first, second): the transformer of keys /registry/<first>/<second>/..., where first is
         a built-in's storage resource (second is then ignored) or a custom resource's group."""
@@ -44,15 +46,6 @@ class TransformingStore(Store):
         self._ad: Callable[[str], bytes] = getattr(inner, "_ekey", None) or str.encode
         # key -> (stored bytes, plaintext) of writes in flight: their events need no decryption
         self._inflight: dict[str, tuple[bytes, bytes]] = {}
-
-    def __getattr__(self, name: str) -> Any:  # backend extras (put_with_ttl, synchronous, on_lost...)
-        return getattr(self.inner, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _OWN:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self.inner, name, value)
 
     # ---- which transformer ------------------------------------------------------------------
     def transformer(self, key: str) -> Transformer | None:
@@ -94,24 +87,7 @@ class TransformingStore(Store):
         t = self.transformer(kv.key)
         return kv if t is None else self._read(t, kv)
 
-    # ---- Store ------------------------------------------------------------------------------
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    @property
-    def revision(self) -> int:
-        return self.inner.revision
-
-    @property
-    def compacted_revision(self) -> int:
-        return self.inner.compacted_revision
-
-    async def current_revision(self) -> int:
-        return await self.inner.current_revision()
-
+    # ---- Store (start, close, revisions and compact pass through: delegating.py) -------------
     async def get(self, key: str) -> KeyValue | None:
         return self._kv(await self.inner.get(key))
 
@@ -225,9 +201,6 @@ class TransformingStore(Store):
             out = self.events(batch)
             if out:
                 yield out
-
-    async def compact(self, revision: int) -> None:
-        await self.inner.compact(revision)
 
 
 class EmbeddedTransformingStore(TransformingStore):
