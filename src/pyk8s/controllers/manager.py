@@ -46,6 +46,7 @@ KNOWN: dict[str, str] = {
     "pvc-protection": "pyk8s.controllers.volume_protection:PVCProtectionController",
     "pv-protection": "pyk8s.controllers.volume_protection:PVProtectionController",
     "nodeipam": "pyk8s.controllers.nodeipam:NodeIPAMController",
+    "resource-claim-controller": "pyk8s.controllers.resourceclaim:ResourceClaimController",
 }
 # Not kube-controller-manager's: what `pyk8s server` adds to it, as k3s runs its local-path provisioner
 # beside it (`pyk8s server --disable local-storage` leaves it out).
@@ -83,6 +84,7 @@ CANONICAL: dict[str, str] = {
     "pvc-protection": "persistentvolumeclaim-protection-controller",
     "pv-protection": "persistentvolume-protection-controller",
     "nodeipam": "node-ipam-controller",
+    "resource-claim-controller": "resourceclaim-controller",
 }
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
 

@@ -32,6 +32,7 @@ from ..api.errors import StatusError
 from ..api.timefmt import now_rfc3339
 from ..client import Client, EventRecorder, InformerFactory, LeaderElector, resource_path
 from .cache import Cache
+from .dra_binder import DRAView, bind_pod_claims
 from .framework import Handle
 from .podinfo import DEFAULT_NAMESPACE_LABEL, PodInfo
 from .scheduler import Decision, Scheduler
@@ -116,7 +117,8 @@ class SchedulerRunner:
         self.pdbs = self.informers.informer(PDBS)
         self.replicasets = self.informers.informer(REPLICASETS)
         self.statefulsets = self.informers.informer(STATEFULSETS)
-        handle = Handle(cache=Cache(), namespace_labels=self._namespace_labels, pdbs=self._pdbs,
+        self.dra = DRAView(self.informers)
+        handle = Handle(dra=self.dra, cache=Cache(), namespace_labels=self._namespace_labels, pdbs=self._pdbs,
                         workload_selectors=self._workload_selectors, pvc=self._pvc, pv=self.pvs.get,
                         pvs=lambda: list(self.pvs.store.values()), storage_class=self.storage_classes.get)
         self.scheduler = Scheduler(config, handle=handle)
@@ -188,6 +190,7 @@ class SchedulerRunner:
         self.pods.add_handlers(self._pod_add, self._pod_update, self._pod_delete)
         bump = self._bump_services
         wire_storage_events(s.queue, self.pvcs, self.pvs, self.storage_classes)
+        self.dra.wire_events(s.queue)
         for inf in (self.services, self.rcs, self.replicasets, self.statefulsets):
             inf.add_handlers(lambda o: bump(), lambda o, n: bump(), lambda o: bump())
 
@@ -340,6 +343,8 @@ class SchedulerRunner:
             err = st.message()
         elif (verr := await self._bind_volumes(d)) is not None:
             err = f'running PreBind plugin "VolumeBinding": {verr}'
+        elif "DynamicResources" in d.profile.plugins and (cerr := await bind_pod_claims(self.client, d.state, p.pod)):
+            err = cerr
         else:
             try:
                 await self.client.request("POST", resource_path(PODS, p.namespace, p.name, "binding"), d.binding)

@@ -34,15 +34,15 @@ def _points(prof):
 
 def test_default_profile_matches_v133_defaults():
     pts = _points(default_profile())
-    assert pts["preEnqueue"] == ["SchedulingGates"]
+    assert pts["preEnqueue"] == ["SchedulingGates", "DynamicResources"]
     assert pts["queueSort"] == ["PrioritySort"]
     assert pts["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding",
-                                "VolumeZone", "PodTopologySpread", "InterPodAffinity"]
+                                "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"]
     assert pts["filter"] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
                              "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-                             "InterPodAffinity"]
+                             "InterPodAffinity", "DynamicResources"]
     assert pts["postFilter"] == ["DefaultPreemption"]
-    assert pts["reserve"] == ["VolumeBinding"]
+    assert pts["reserve"] == ["VolumeBinding", "DynamicResources"]
     assert pts["score"] == [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
                             ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1),
                             ("ImageLocality", 1)]

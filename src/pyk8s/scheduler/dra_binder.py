@@ -1,0 +1,100 @@
+"""DynamicResources' informers and PreBind, asynchronous: the claim writes Reserve decided.
+
+As upstream's plugin PreBind (v1.33): for each claim the pod uses, an allocation decided in
+Reserve is written first as the `resource.kubernetes.io/delete-protection` finalizer (an
+update of the claim) and then, with the pod added to `reservedFor`, as `status.allocation`
+(an update of the status); an already allocated claim only gets the pod in `reservedFor`.
+A conflict (someone else wrote the claim) fails the binding, so the pod is retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..api.errors import StatusError
+from ..client import Client
+from .events import ActionType, ClusterEvent
+from .plugins.dynamic_resources import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE, STATE_KEY, PodClaims
+
+__all__ = ["DRAView", "bind_pod_claims", "RESOURCECLAIMS", "RESOURCESLICES", "DEVICECLASSES", "FINALIZER"]
+
+RESOURCECLAIMS = ("resource.k8s.io", "v1beta1", "resourceclaims")
+RESOURCESLICES = ("resource.k8s.io", "v1beta1", "resourceslices")
+DEVICECLASSES = ("resource.k8s.io", "v1beta1", "deviceclasses")
+FINALIZER = "resource.kubernetes.io/delete-protection"
+
+
+class DRAView:
+    """Claim, slice and class lookups from the scheduler's informers (Handle.dra)."""
+
+    def __init__(self, informers: Any) -> None:
+        self.claims_inf = informers.informer(RESOURCECLAIMS)
+        self.slices_inf = informers.informer(RESOURCESLICES)
+        self.classes_inf = informers.informer(DEVICECLASSES)
+        self._by_uid: dict[str, str] = {}
+        self.claims_inf.add_handlers(self._index, lambda o, n: self._index(n), self._unindex)
+
+    def _index(self, claim: Mapping[str, Any]) -> None:
+        md = claim.get("metadata") or {}
+        self._by_uid[md.get("uid", "")] = f"{md.get('namespace')}/{md.get('name')}"
+
+    def _unindex(self, claim: Mapping[str, Any]) -> None:
+        self._by_uid.pop((claim.get("metadata") or {}).get("uid", ""), None)
+
+    def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.claims_inf.get(f"{namespace}/{name}")
+
+    def claim_by_uid(self, uid: str) -> Mapping[str, Any] | None:
+        key = self._by_uid.get(uid)
+        return self.claims_inf.get(key) if key else None
+
+    def claims(self) -> list[Mapping[str, Any]]:
+        return list(self.claims_inf.store.values())
+
+    def slices(self) -> list[Mapping[str, Any]]:
+        return list(self.slices_inf.store.values())
+
+    def device_class(self, name: str) -> Mapping[str, Any] | None:
+        return self.classes_inf.get(name)
+
+    def wire_events(self, queue: Any) -> None:
+        """Claim, slice and class changes move the pods DynamicResources rejected back."""
+        for inf, resource, label in ((self.claims_inf, RESOURCE_CLAIM, "ResourceClaim"),
+                                     (self.slices_inf, RESOURCE_SLICE, "ResourceSlice"),
+                                     (self.classes_inf, DEVICE_CLASS, "DeviceClass")):
+            add = ClusterEvent(resource, ActionType.ADD, f"{label}Add")
+            upd = ClusterEvent(resource, ActionType.UPDATE, f"{label}Update")
+            dele = ClusterEvent(resource, ActionType.DELETE, f"{label}Delete")
+            inf.add_handlers(lambda o, e=add: queue.on_event(e, None, o),
+                             lambda o, n, e=upd: queue.on_event(e, o, n),
+                             lambda o, e=dele: queue.on_event(e, o, None))
+
+
+async def bind_pod_claims(client: Client, state: Any, pod: Mapping[str, Any]) -> str | None:
+    """Write what Reserve decided; returns an error message or None."""
+    pc: PodClaims | None = state.read(STATE_KEY)
+    if pc is None or not pc.claims:
+        return None
+    md = pod.get("metadata") or {}
+    ref = {"resource": "pods", "name": md.get("name", ""), "uid": md.get("uid", "")}
+    try:
+        for claim in pc.claims:
+            cmd = claim.get("metadata") or {}
+            alloc = pc.allocations.get(cmd.get("uid", ""))
+            reserved = list((claim.get("status") or {}).get("reservedFor") or ())
+            if alloc is None and any(r.get("uid") == ref["uid"] for r in reserved):
+                continue
+            cur = dict(claim)
+            if alloc is not None and FINALIZER not in (cmd.get("finalizers") or ()):
+                cur["metadata"] = {**cmd, "finalizers": [*(cmd.get("finalizers") or ()), FINALIZER]}
+                cur = await client.update(RESOURCECLAIMS, cur)
+            status = dict(cur.get("status") or {})
+            if alloc is not None:
+                status["allocation"] = alloc
+            status["reservedFor"] = [*reserved, ref]
+            cur = {**cur, "status": status}
+            await client.update(RESOURCECLAIMS, cur, sub="status")
+    except StatusError as e:
+        return f'running PreBind plugin "DynamicResources": {e.message}'
+    return None

@@ -1,0 +1,254 @@
+"""DynamicResources: ResourceClaims in scheduling, as upstream's dynamicresources plugin (v1.33,
+structured parameters only).
+
+- PreEnqueue: a pod waits until every claim it names exists (a template's claim is known once
+  the resource claim controller recorded it in `status.resourceClaimStatuses`).
+- PreFilter: pods without claims are skipped. A claim being deleted, one not made for this pod
+  although generated from a template, or one reserved for the most consumers it may have
+  rejects the pod. Allocated claims restrict it to their `nodeSelector`; the unallocated ones
+  go to Filter, as does each request's DeviceClass (missing: unresolvable).
+- Filter: per node, the allocator (pyk8s.dra.allocator) must find devices for all unallocated
+  claims among the node's ResourceSlices, not allocated to any other claim (the informer's
+  claims plus this scheduler's in-flight allocations). Failures read as upstream's:
+  `cannot allocate all claims`, `resourceclaim not available on the node`.
+- Reserve allocates on the chosen node and keeps those devices in flight; Unreserve gives them
+  back. The API writes (the delete-protection finalizer, then `status.allocation` and
+  `status.reservedFor`) run in the binding cycle: `dra_binder.bind_pod_claims`.
+
+The caller supplies `Handle.dra` (dra_binder.DRAView): claim, class and slice lookups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...dra.allocator import AllocationError, Allocator, DeviceID, allocated_devices, node_slices
+from ..cache import NodeTable
+from ..events import POD, ActionType, ClusterEvent, ClusterEventWithHint
+from ..framework import Code, CycleState, FilterResult, Plugin, PreFilterResult, Status
+from ..podinfo import PodInfo
+from ..selectors import compile_node_selector_terms
+
+__all__ = ["DynamicResources", "STATE_KEY", "ERR_CANNOT_ALLOCATE", "ERR_NOT_AVAILABLE", "RESOURCE_CLAIM",
+           "RESOURCE_SLICE", "DEVICE_CLASS", "RESERVED_FOR_MAX", "claim_name_for", "PodClaims"]
+
+STATE_KEY = "PreFilterDynamicResources"
+ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
+ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
+RESERVED_FOR_MAX = 256  # ResourceClaimReservedForMaxSize (v1.33)
+POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
+
+RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
+DEVICE_CLASS = "resource.k8s.io/DeviceClass"
+
+_CANNOT = Status(Code.UNSCHEDULABLE, (ERR_CANNOT_ALLOCATE,))
+_NOT_AVAILABLE = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_NOT_AVAILABLE,))
+
+
+def _md(o: Mapping[str, Any]) -> Mapping[str, Any]:
+    return o.get("metadata") or {}
+
+
+def claim_name_for(pod: Mapping[str, Any], pod_claim: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """resourceclaim.Name: (claim name or None while it is not created yet, generated?)."""
+    if pod_claim.get("resourceClaimName"):
+        return pod_claim["resourceClaimName"], False
+    for st in (pod.get("status") or {}).get("resourceClaimStatuses") or ():
+        if st.get("name") == pod_claim.get("name"):
+            # a null claim name says the controller decided no claim is needed
+            return st.get("resourceClaimName") or "", True
+    return None, True
+
+
+@dataclass(slots=True)
+class PodClaims:
+    """What PreFilter found and Reserve decided for one pod (the cycle state entry)."""
+
+    claims: list[Mapping[str, Any]] = field(default_factory=list)
+    allocated_mask_terms: list[Any] = field(default_factory=list)
+    unallocated: list[Mapping[str, Any]] = field(default_factory=list)
+    in_use: set[DeviceID] = field(default_factory=set)
+    # Reserve's decision: claim uid -> AllocationResult
+    allocations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _mask: tuple[int, int, np.ndarray, np.ndarray] | None = None
+
+    def clone(self) -> PodClaims:
+        return self  # read-only while filtering; Reserve runs on the one real cycle
+
+
+class DynamicResources(Plugin):
+    name = "DynamicResources"
+
+    def __init__(self, args: Mapping[str, Any], handle: Any) -> None:
+        super().__init__(args, handle)
+        # claim uid -> devices this scheduler allocated that the informer may not show yet
+        self.in_flight: dict[str, set[DeviceID]] = {}
+
+    @property
+    def _view(self) -> Any:
+        return getattr(self.handle, "dra", None)
+
+    # -- PreEnqueue -----------------------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        pod_claims = (pod.pod.get("spec") or {}).get("resourceClaims")
+        view = self._view
+        if not pod_claims or view is None:
+            return None
+        for pc in pod_claims:
+            name, _ = claim_name_for(pod.pod, pc)
+            if name is None:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                              (f"waiting for resource claim controller to create the claim for {pc.get('name')!r}",))
+            if name and view.claim(pod.namespace, name) is None:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f'resourceclaim "{name}" not found',))
+        return None
+
+    # -- PreFilter ------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[PreFilterResult | None, Status | None]:
+        pod_claims = (pod.pod.get("spec") or {}).get("resourceClaims")
+        view = self._view
+        if not pod_claims or view is None:
+            return None, Status(Code.SKIP)
+        out = PodClaims()
+        uid = _md(pod.pod).get("uid", "")
+        for pc in pod_claims:
+            name, generated = claim_name_for(pod.pod, pc)
+            if name == "":
+                continue
+            claim = view.claim(pod.namespace, name) if name else None
+            if claim is None:
+                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f'resourceclaim "{name}" not found',))
+            if _md(claim).get("deletionTimestamp"):
+                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f'resourceclaim "{name}" is being deleted',))
+            if generated and not any(o.get("uid") == uid and o.get("controller")
+                                     for o in _md(claim).get("ownerReferences") or ()):
+                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                    (f"ResourceClaim {pod.namespace}/{name} was not created for pod "
+                                     f"{pod.namespace}/{pod.name} (pod is not owner)",))
+            st = claim.get("status") or {}
+            reserved = st.get("reservedFor") or ()
+            if not any(r.get("uid") == uid for r in reserved) and len(reserved) >= RESERVED_FOR_MAX:
+                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("resourceclaim in use",))
+            out.claims.append(claim)
+            alloc = st.get("allocation")
+            if alloc is not None:
+                terms = (alloc.get("nodeSelector") or {}).get("nodeSelectorTerms")
+                if terms:
+                    out.allocated_mask_terms.append(compile_node_selector_terms(terms))
+                continue
+            for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                cls_name = req.get("deviceClassName", "")
+                if view.device_class(cls_name) is None:
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                        (f"request {req.get('name')}: device class {cls_name} does not exist",))
+            out.unallocated.append(claim)
+        if out.unallocated:
+            self._prune_in_flight(view)
+            out.in_use = allocated_devices(view.claims())
+            for devs in self.in_flight.values():
+                out.in_use |= devs
+        state.write(STATE_KEY, out)
+        return None, None
+
+    def _prune_in_flight(self, view: Any) -> None:
+        """In-flight devices the informer now shows allocated (or whose claim is gone) are dropped."""
+        for cuid in list(self.in_flight):
+            claim = view.claim_by_uid(cuid)
+            if claim is None or (claim.get("status") or {}).get("allocation") is not None:
+                del self.in_flight[cuid]
+
+    # -- Filter ---------------------------------------------------------------------------
+
+    def _masks(self, pc: PodClaims, table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
+        if pc._mask is not None and pc._mask[0] == table.serial and pc._mask[1] == table.n:
+            return pc._mask[2], pc._mask[3]
+        n = table.n
+        ok = np.ones(n, dtype=bool)
+        which = np.zeros(n, dtype=np.int32)  # 0: cannot allocate, 1: allocated elsewhere
+        for terms in pc.allocated_mask_terms:
+            m = np.zeros(n, dtype=bool)
+            for t in terms:
+                m |= t.mask(table)
+            which[ok & ~m] = 1
+            ok &= m
+        if pc.unallocated:
+            slices = self._view.slices()
+            alloc = Allocator(self._view.device_class)
+            for row in np.flatnonzero(ok):
+                name = table.names[row]
+                cands = node_slices(slices, name, table.labels[row], _selector_matches)
+                if alloc.allocate(list(pc.unallocated), name, cands, pc.in_use) is None:
+                    ok[row] = False
+                    which[row] = 0
+        pc._mask = (table.serial, n, ok, which)
+        return ok, which
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
+        pc = state.read(STATE_KEY)
+        if pc is None or not (pc.unallocated or pc.allocated_mask_terms):
+            return None
+        try:
+            ok, which = self._masks(pc, table)
+        except AllocationError as e:
+            return FilterResult.uniform(np.zeros(len(rows), dtype=bool),
+                                        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),)))
+        r_ok = ok[rows]
+        if r_ok.all():
+            return None
+        return FilterResult(r_ok, (_CANNOT, _NOT_AVAILABLE), which[rows])
+
+    # -- Reserve / Unreserve --------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        pc = state.read(STATE_KEY)
+        if pc is None or not pc.unallocated:
+            return None
+        table = state.table
+        row = table.index.get(node) if table is not None else None
+        if table is None or row is None:
+            return Status(Code.ERROR, (f'node "{node}" not found',))
+        in_use = set(pc.in_use)
+        for devs in self.in_flight.values():  # other pods reserved since this one's PreFilter
+            in_use |= devs
+        cands = node_slices(self._view.slices(), node, table.labels[row], _selector_matches)
+        try:
+            results = Allocator(self._view.device_class).allocate(list(pc.unallocated), node, cands, in_use)
+        except AllocationError as e:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),))
+        if results is None:
+            return _CANNOT
+        pc.allocations = {}
+        for claim, res in zip(pc.unallocated, results, strict=True):
+            cuid = _md(claim).get("uid", "")
+            pc.allocations[cuid] = res
+            self.in_flight[cuid] = {(r["driver"], r["pool"], r["device"]) for r in res["devices"]["results"]}
+        return None
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        pc = state.read(STATE_KEY)
+        if pc is None:
+            return
+        for cuid in pc.allocations:
+            self.in_flight.pop(cuid, None)
+        pc.allocations = {}
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        add_update = ActionType.ADD | ActionType.UPDATE
+        return [
+            ClusterEventWithHint(ClusterEvent(POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)),
+            ClusterEventWithHint(ClusterEvent(RESOURCE_CLAIM, add_update | ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(RESOURCE_SLICE, add_update)),
+            ClusterEventWithHint(ClusterEvent(DEVICE_CLASS, add_update)),
+            ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+        ]
+
+
+def _selector_matches(selector: Mapping[str, Any], node_name: str, labels: Mapping[str, str]) -> bool:
+    return any(t.matches(labels, node_name) for t in compile_node_selector_terms(selector.get("nodeSelectorTerms") or ()))
