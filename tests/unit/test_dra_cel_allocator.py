@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pyk8s.dra.allocator import Allocator, AllocationError, allocated_devices, node_slices
+from pyk8s.dra.allocator import AllocationError, Allocator, allocated_devices, node_slices
 from pyk8s.dra.cel import MAX_COST, CELError, compile_selector, device_activation, device_matches
 
 DRIVER = "gpu.pyk8s.io"
