@@ -6,7 +6,7 @@ DATA   ?= ./data
 # pytest workers: slow groups run in parallel where safe
 WORKERS ?= 2
 
-.PHONY: run test bench lint setup system venv clean
+.PHONY: run test bench lint setup system venv clean protos
 
 setup: system venv
 
@@ -31,6 +31,11 @@ bench: setup
 lint: venv
 	@$(BIN)/ruff check src tests bench
 	@$(BIN)/mypy src/pyk8s
+
+# the gRPC modules of src/pyk8s/deviceplugin/api (committed, so installing needs no compiler)
+PROTOS := $(wildcard src/pyk8s/deviceplugin/api/*.proto)
+protos: venv
+	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --grpc_python_out=src --pyi_out=src $(PROTOS)
 
 clean:
 	rm -rf $(VENV) $(DATA) .pytest_cache

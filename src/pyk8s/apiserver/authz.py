@@ -863,6 +863,9 @@ def _cluster_roles() -> list[dict[str, Any]]:
                 _events_rule(),
             ],
         ),
+        # the scheduler's GPUShare plugin writes the chosen GPU into a pod's annotations before
+        # binding it (gpushare's extender ships the same right in its own RBAC)
+        _cluster_role("system:pyk8s:gpushare-scheduler", [_rule(["patch"], [core], ["pods"])]),
         _cluster_role(
             "system:node-problem-detector",
             [
@@ -1016,6 +1019,7 @@ def _cluster_role_bindings() -> list[dict[str, Any]]:
         _crb("system:pyk8s:local-path-cleaner", [_subj("User", "system:pyk8s:local-path-cleaner")]),
         _crb("system:kube-scheduler", [_subj("User", "system:kube-scheduler")]),
         _crb("system:volume-scheduler", [_subj("User", "system:kube-scheduler")]),
+        _crb("system:pyk8s:gpushare-scheduler", [_subj("User", "system:kube-scheduler")]),
         # kept without subjects since the Node authorizer replaced it (1.7); nodes get their
         # access from that authorizer upstream
         _crb("system:node", []),

@@ -23,6 +23,10 @@ def add_parser(sub: Any) -> None:
     auth.add_argument("--certificate-authority", default=None, help="CA bundle for --server (default: no verification)")
     p.add_argument("--node-name", default=None, help="node name (default: the hostname, lowercased)")
     p.add_argument("--data-dir", default="./data/agent", help="kubelet state, images, logs (default ./data/agent)")
+    p.add_argument("--root-dir", default="",
+                   help="the kubelet's root directory, as upstream's (pods/, device-plugins/kubelet.sock, "
+                        "pod-resources/kubelet.sock; default <data-dir>/kubelet; /var/lib/kubelet where device "
+                        "plugin DaemonSets mount it; docs/device-plugins.md)")
     p.add_argument("--node-labels", default="", help="labels to register the node with: k=v,k2=v2")
     p.add_argument("--register-with-taints", default="", help="taints to register the node with: key=value:Effect,...")
     p.add_argument("--pod-cidr", default="", help="pod network for this node (default: the one the API allocates)")
@@ -175,7 +179,7 @@ async def _agent(args: Any) -> int:
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
             runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=next(iter(args.cluster_cidr), ""),
-            flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig)
+            flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig, root_dir=args.root_dir)
         from ..kubelet.images.registries import load_registries
 
         load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start

@@ -171,6 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     from . import dev_cmd
 
     dev_cmd.add_parser(sub)
+    from . import gpu_cmd
+
+    gpu_cmd.add_parser(sub)
+    from . import device_plugin_cmd
+
+    device_plugin_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -203,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         return ingress_cmd.run(args)
     if args.command == "netpol":
         return netpol_cmd.run(args)
+    if args.command == "gpu":
+        return gpu_cmd.run(args)
+    if args.command == "device-plugin":
+        return device_plugin_cmd.run(args)
     return 2
 
 

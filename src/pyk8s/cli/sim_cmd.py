@@ -43,6 +43,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--delete-delay", default="0-1",
                    help="seconds (MIN-MAX, at most the grace period) before a deleted pod is removed (default 0-1)")
     p.add_argument("--crash-backoff", type=float, default=10.0, help="first CrashLoopBackOff delay (default 10)")
+    p.add_argument("--gpus", type=int, default=0,
+                   help="simulated GPUs per node (default 0): capacity nvidia.com/gpu, aliyun.com/gpu-mem (GiB) and "
+                        "aliyun.com/gpu-count, label gpushare=true; gpu-mem pods get their GPU as gpushare's "
+                        "device plugin would give it (docs/gpu-sharing.md)")
+    p.add_argument("--gpu-memory", default="16Gi", help="memory of each simulated GPU, whole GiB (default 16Gi)")
     p.add_argument("--no-pods", action="store_true", help="only nodes: leave pods alone")
     p.add_argument("--cleanup", action="store_true", help="delete the nodes and their Leases on exit")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
@@ -83,6 +88,12 @@ async def _main(args: argparse.Namespace) -> int:
     try:
         taints = parse_taints(args.taints)
         delete_delay = _delay_range(args.delete_delay)
+        if args.gpus < 0:
+            raise ValueError(f"--gpus must not be negative, got {args.gpus}")
+        if args.gpus:
+            from ..sim.gpus import SimGPUs
+
+            SimGPUs(args.gpus, args.gpu_memory)  # validates before anything is registered
     except ValueError as e:
         print(f"pyk8s sim: {e}", file=sys.stderr)
         return 2
@@ -92,7 +103,8 @@ async def _main(args: argparse.Namespace) -> int:
         memory=args.memory, pods=args.pods, labels=parse_labels(args.labels), taints=taints,
         lease_period=args.lease_period, status_period=args.status_period, concurrency=args.concurrency,
         creating_seconds=args.creating_seconds, delete_delay=delete_delay, crash_backoff=args.crash_backoff,
-        manage_pods=not args.no_pods, delete_nodes_on_stop=args.cleanup,
+        manage_pods=not args.no_pods, delete_nodes_on_stop=args.cleanup, gpus=args.gpus,
+        gpu_memory=args.gpu_memory,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -27,6 +27,7 @@ from ..api.quantity import parse_quantity
 from ..client import Client, EventRecorder, Informer
 from ..datadir import create_private_file, ensure_private_dir
 from .backoff import Backoff
+from .devices import start_device_manager
 from .dns import read_host_resolv
 from .eviction import DEFAULT_HARD, EvictionManager, parse_thresholds
 from .images.reference import ReferenceError, parse_reference
@@ -86,6 +87,7 @@ class KubeletConfig:
     cluster_cidr: str = ""  # pods' traffic within it keeps its source IP (not masqueraded); "": only the node's own
     flannel_backend: str = "none"  # routes to other nodes' pods (pyk8s.flannel): auto, host-gw, vxlan or none
     flannel_kubeconfig: str = ""  # flannel's own identity (it lists every Node); "": the kubelet's
+    root_dir: str = ""  # upstream's --root-dir (pods/, device-plugins/, pod-resources/); "": <data-dir>/kubelet
 
 
 def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -139,7 +141,7 @@ class Kubelet:
         self.config = config
         self.node_name = config.node_name
         self.data_dir = os.path.abspath(config.data_dir)
-        self.root = os.path.join(self.data_dir, "kubelet")
+        self.root = os.path.abspath(config.root_dir) if config.root_dir else os.path.join(self.data_dir, "kubelet")
         self.log_root = os.path.join(self.data_dir, "logs")
         self.seccomp_root = os.path.join(self.root, "seccomp")
         # its pki key, Secret volumes and logs: owner only, as the server's data dir
@@ -187,6 +189,8 @@ class Kubelet:
         self._image_names: dict[str, tuple[str, str]] = {}
         self.started_at = 0.0
         self.owns_client = False  # close the client on stop (the in-process kubelet's own certificate client)
+        self.devices: Any = None  # the device manager (kubelet/devices.py), once started
+        self.pod_resources: Any = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -233,6 +237,9 @@ class Kubelet:
         self.probes = ProbeManager(self.runtime, self.record, self.pod_workers.wake)
         self.pleg = PLEG(self.runtime, self.pod_workers.wake)
         await self.pleg.relist()  # know what already runs before pods arrive, to adopt it
+        # before pods are admitted: the checkpoint holds the devices of those already running
+        self.devices, self.pod_resources = await start_device_manager(self)
+        self.node_manager.extended_resources = self.devices.capacity if self.devices is not None else None
         self.service_informer = Informer(self.client, SERVICES)
         self.service_informer.start()
         self.pod_informer = Informer(self.client, PODS, field_selector=f"spec.nodeName={self.node_name}")
@@ -285,7 +292,8 @@ class Kubelet:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._tasks = []
-        for part in (self.static, self.pleg, self.node_manager, getattr(self, "flannel", None)):
+        for part in (self.static, self.pleg, self.node_manager, getattr(self, "flannel", None), self.pod_resources,
+                     self.devices):
             if part is not None:
                 with contextlib.suppress(Exception):
                     await part.stop()
@@ -404,6 +412,8 @@ class Kubelet:
         self.probes.stop_pod(uid)
         self.status_manager.forget(uid)
         self.pleg.forget(uid)
+        if self.devices is not None:
+            self.devices.forget(uid)
 
     async def admit(self, pod: dict[str, Any], uid: str) -> tuple[str, str] | None:
         """upstream canAdmitPod: eviction (node pressure), node affinity, resources, host ports."""
@@ -444,6 +454,8 @@ class Kubelet:
                     key = (p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", p["hostPort"])
                     if any(k[1:] == key[1:] and (k[0] == key[0] or "0.0.0.0" in (k[0], key[0])) for k in ports):
                         return "NodePorts", "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+        if self.devices is not None:  # last, so a pod rejected above holds no devices
+            return await self.devices.admit(pod)
         return None
 
     async def _node_affinity_admits(self, pod: dict[str, Any]) -> bool:
@@ -504,6 +516,10 @@ class Kubelet:
             with contextlib.suppress(Exception):
                 await self.runtime.remove_container(cid)
         self.pleg.forget(uid)
+
+    def device_resources_changed(self) -> None:
+        """A device plugin's devices changed: report capacity/allocatable now, as volumesInUse."""
+        self._volumes_in_use_changed()
 
     def _volumes_in_use_changed(self) -> None:
         """volumesInUse changed: report it now rather than at the next status interval."""

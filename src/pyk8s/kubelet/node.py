@@ -186,6 +186,8 @@ class NodeManager:
         self._tasks: list[asyncio.Task[None]] = []
         self.on_status: Callable[[dict[str, Any]], None] | None = None
         self.volumes_in_use: Callable[[], list[str]] | None = None  # the volume manager's, once it exists
+        # the device manager's (capacity, allocatable) of device-plugin resources, once it runs
+        self.extended_resources: Callable[[], tuple[dict[str, str], dict[str, str]]] | None = None
 
     # ---- registration
 
@@ -264,9 +266,10 @@ class NodeManager:
         conds.append(self._cond("Ready", ready, "KubeletReady" if ready else "KubeletNotReady",
                                 "kubelet is posting ready status" if ready else not_ready_msg, old, ts))
         imgs = sorted(self.images(), key=lambda i: -i.size)[:MAX_IMAGES]
+        ext_cap, ext_alloc = self.extended_resources() if self.extended_resources is not None else ({}, {})
         return {
-            "capacity": self.capacity,
-            "allocatable": self.allocatable,
+            "capacity": {**self.capacity, **ext_cap},
+            "allocatable": {**self.allocatable, **ext_alloc},
             "conditions": conds,
             "addresses": [{"type": "InternalIP", "address": self.node_ip}, {"type": "Hostname", "address": self.name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},

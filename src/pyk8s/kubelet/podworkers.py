@@ -34,6 +34,7 @@ from .containers import (
     sandbox_config,
     termination_message,
 )
+from .devices import apply_run_options
 from .dns import pod_dns
 from .envvars import EnvBuilder, EnvError, expand_list
 from .images.service import ImagePullFailure, default_pull_policy
@@ -578,6 +579,8 @@ class PodWorker:
                                    expand_list(list(c.get("args") or []), envd), mounts, attempt, term,
                                    kl.seccomp_root, kl.memory_capacity)
             cfg.pid_target = self._pid_target(c)
+            if kl.devices is not None:  # what Allocate gave it, after PreStartContainer (upstream's GetResources)
+                apply_run_options(cfg, await kl.devices.run_options(self.uid, name))
         except (EnvError, VolumeError) as e:
             self._event("Warning", "Failed", f"Error: {e}", fp)
             self.view.reasons[name] = ("CreateContainerConfigError", str(e))

@@ -48,7 +48,7 @@ EXTENSION_POINTS: dict[str, str] = {
 }
 
 # v1.33 getDefaultPlugins, with DynamicResources before DefaultPreemption as its applyFeatureGates puts it
-# (resource.k8s.io is served here, so the DynamicResourceAllocation gate counts as on).
+# (resource.k8s.io is served here, so the DynamicResourceAllocation gate counts as on), plus GPUShare.
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
@@ -68,6 +68,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
+    # Not upstream's: gpushare's extender built in; it skips pods without aliyun.com/gpu-mem.
+    ("GPUShare", 5),
     ("DefaultBinder", 0),
 )
 

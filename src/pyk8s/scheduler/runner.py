@@ -34,6 +34,7 @@ from ..client import Client, EventRecorder, InformerFactory, LeaderElector, reso
 from .cache import Cache
 from .dra_binder import DRAView, bind_pod_claims
 from .framework import Handle
+from .gpu_share_binder import annotate_gpu_share
 from .podinfo import DEFAULT_NAMESPACE_LABEL, PodInfo
 from .scheduler import Decision, Scheduler
 from .selectors import LabelSelector, compile_label_selector, selector_from_set
@@ -343,6 +344,9 @@ class SchedulerRunner:
             err = st.message()
         elif (verr := await self._bind_volumes(d)) is not None:
             err = f'running PreBind plugin "VolumeBinding": {verr}'
+        elif (gerr := await annotate_gpu_share(self.client, d.state, p.namespace, p.name,
+                                               (p.pod.get("metadata") or {}).get("uid", ""))) is not None:
+            err = f'running PreBind plugin "GPUShare": {gerr}'
         elif "DynamicResources" in d.profile.plugins and (cerr := await bind_pod_claims(self.client, d.state, p.pod)):
             err = cerr
         else:

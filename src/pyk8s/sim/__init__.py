@@ -23,6 +23,7 @@ from typing import Any
 
 from ..api.errors import StatusError
 from ..client import Client, Informer
+from .gpus import SimGPUs
 from .nodes import (
     HEARTBEAT_ANNOTATION,
     KUBELET_VERSION,
@@ -242,6 +243,8 @@ class Simulator:
         max_crash_backoff: float = 300.0,
         manage_pods: bool = True,
         delete_nodes_on_stop: bool = False,
+        gpus: int = 0,
+        gpu_memory: str = "16Gi",
     ) -> None:
         self.client = client
         self.template = NodeTemplate(
@@ -249,6 +252,10 @@ class Simulator:
             labels=parse_labels(labels) if isinstance(labels, str) else dict(labels or {}),
             taints=parse_taints(taints) if isinstance(taints, str) else list(taints or []),
         )
+        self.gpus = SimGPUs(gpus, gpu_memory) if gpus > 0 else None
+        if self.gpus is not None:
+            self.template.extended.update(self.gpus.capacity())
+            self.template.labels = {**self.gpus.labels(), **self.template.labels}
         self.name_prefix = name_prefix
         self.lease_period = lease_period
         self.status_period = status_period
@@ -557,6 +564,8 @@ class Simulator:
                 self.wheel.schedule(("pod", sp.uid), delay,
                                     lambda: self.writer.submit(("pod", sp.uid), self._pod_deleter(sp)))
             return
+        if self.gpus is not None:
+            self._allocate_gpu_share(sp)
         if sp.stage == "new":
             if self._adopt(sp, node):
                 return
@@ -576,6 +585,23 @@ class Simulator:
                 self._write_pod(sp)
         if sp.stage == "running" and not sp.exit_scheduled and exit_plan(pod) is not None:
             self._schedule_exit(sp)
+
+    def _allocate_gpu_share(self, sp: SimPod) -> None:
+        """What the GPU plugin's Allocate does for a gpu-mem pod, once per pod (see sim/gpus.py)."""
+        assert self.gpus is not None
+        patch = self.gpus.allocation_patch(sp.pod, sp.node)
+        if patch is None or sp.gpu_allocated:
+            return
+        sp.gpu_allocated = True
+
+        async def write() -> None:
+            try:
+                await self.client.patch(PODS, sp.name, patch, namespace=sp.namespace, patch_type="merge")
+            except StatusError as e:
+                if e.code not in (404, 409):
+                    raise
+
+        self.writer.submit(("gpu", sp.uid), write, high=True)
 
     def _resync_pod(self, sp: SimPod) -> None:
         """After a silence: rewrite what we own (others may have marked the pods not ready) and go on

@@ -90,6 +90,7 @@ class NodeTemplate:
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
+    extended: dict[str, str] = field(default_factory=dict)  # extended resources (simulated GPUs)
 
 
 @dataclass
@@ -195,6 +196,7 @@ def node_status(tpl: NodeTemplate, node: SimNode, now: str,
         "ephemeral-storage": tpl.ephemeral_storage,
         "hugepages-1Gi": "0",
         "hugepages-2Mi": "0",
+        **tpl.extended,
     }
     machine_id = hashlib.md5(node.name.encode()).hexdigest()  # noqa: S324 - a fake ID, not security
     return {

@@ -49,6 +49,7 @@ class SimPod:
     ready: bool = True
     exit_scheduled: bool = False
     deleting: bool = False
+    gpu_allocated: bool = False  # the GPU share annotations were written (sim/gpus.py)
     # lastTransitionTime per condition type: (status, time) so a time moves only when its status does
     cond_times: dict[str, tuple[str, str]] = field(default_factory=dict)
 

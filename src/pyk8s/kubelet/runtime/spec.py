@@ -205,7 +205,15 @@ def build_spec(*, config: ContainerConfig, image_cfg: dict[str, Any], rootfs: st
         if config.devices:
             devs, allow = [], []
             for d in config.devices:
-                st = os.stat(d.host_path)
+                # as containerd's custom devices: the host path must be a device node (stat follows links)
+                try:
+                    st = os.stat(d.host_path)
+                except OSError as e:
+                    raise SpecError(f'error gathering device information while adding custom device "{d.host_path}": '
+                                    f"{e.strerror.lower() if e.strerror else e}") from e
+                if not (stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)):
+                    raise SpecError(f'error gathering device information while adding custom device "{d.host_path}": '
+                                    "not a device node")
                 typ = "b" if stat.S_ISBLK(st.st_mode) else "c"
                 devs.append({"path": d.container_path, "type": typ, "major": os.major(st.st_rdev),
                              "minor": os.minor(st.st_rdev), "fileMode": stat.S_IMODE(st.st_mode), "uid": 0, "gid": 0})

@@ -6,6 +6,7 @@ from ..framework import Plugin
 from .default_binder import DefaultBinder
 from .default_preemption import DefaultPreemption
 from .dynamic_resources import DynamicResources
+from .gpu_share import GPUShare
 from .image_locality import ImageLocality
 from .inter_pod_affinity import InterPodAffinity
 from .node_affinity import NodeAffinity
@@ -42,6 +43,7 @@ REGISTRY: dict[str, type[Plugin]] = {
         DefaultPreemption,
         NodeResourcesBalancedAllocation,
         ImageLocality,
+        GPUShare,
         DefaultBinder,
     )
 }

@@ -1,0 +1,1 @@
+"""Generated gRPC modules (`make protos`) for deviceplugin v1beta1 and podresources v1."""

@@ -1,0 +1,1 @@
+"""GPUs: discovery (NVML or declared simulated GPUs) and gpushare's conventions."""

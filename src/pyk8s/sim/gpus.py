@@ -1,0 +1,68 @@
+"""Simulated GPUs on simulated nodes: capacity as the GPU device plugins report it, and the
+allocation a real plugin's Allocate would make, recorded on the pod.
+
+A node with `--gpus 2 --gpu-memory 16Gi` reports `nvidia.com/gpu: 2`, `aliyun.com/gpu-mem: 32`
+(GiB, as gpushare with --memory-unit=GiB) and `aliyun.com/gpu-count: 2`, and carries the label
+`gpushare=true` that seed 000's DaemonSet selects. A pod bound there with the scheduler's
+`ALIYUN_COM_GPU_MEM_ASSIGNED=false` gets `ALIYUN_COM_GPU_MEM_ASSIGNED=true` and, in the
+annotation `gpu.pyk8s.io/allocated-env`, per container the env a container would see
+(`NVIDIA_VISIBLE_DEVICES`, `ALIYUN_COM_GPU_MEM_*`), since simulated containers have none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..gpu.allocate import ENV_ANNOTATION, share_env
+from ..gpu.discovery import GPU, fake_gpus
+from ..gpu.share import (
+    ANN_ASSIGNED,
+    GIB,
+    NODE_LABEL,
+    RESOURCE_COUNT,
+    RESOURCE_GPU,
+    RESOURCE_MEM,
+    assigned_index,
+    container_gpu_mem,
+    pod_gpu_mem,
+)
+
+__all__ = ["SimGPUs"]
+
+
+class SimGPUs:
+    """The GPUs every node of one Simulator has."""
+
+    def __init__(self, count: int, memory: str) -> None:
+        self.spec = f"{count}x{memory}"
+        probe = fake_gpus(self.spec, "probe")  # validates count and memory
+        if probe[0].memory_bytes % GIB:
+            raise ValueError(f'invalid --gpu-memory "{memory}": must be a whole number of GiB')
+        self.count = count
+        self.gib = probe[0].memory_bytes // GIB
+
+    def capacity(self) -> dict[str, str]:
+        return {RESOURCE_GPU: str(self.count), RESOURCE_MEM: str(self.count * self.gib),
+                RESOURCE_COUNT: str(self.count)}
+
+    def labels(self) -> dict[str, str]:
+        return {NODE_LABEL: "true"}
+
+    def gpus(self, node: str) -> list[GPU]:
+        return fake_gpus(self.spec, node)
+
+    def allocation_patch(self, pod: Mapping[str, Any], node: str) -> dict[str, Any] | None:
+        """The annotations an Allocate on `node` would leave on `pod`; None when there is none to make."""
+        ann = (pod.get("metadata") or {}).get("annotations") or {}
+        if ann.get(ANN_ASSIGNED) != "false" or pod_gpu_mem(pod) <= 0:
+            return None
+        idx = assigned_index(pod)
+        gpus = self.gpus(node)
+        if idx is None or idx >= len(gpus):
+            return None  # not placed by a gpushare scheduler: a real plugin finds no candidate either
+        env = {c.get("name", ""): share_env(pod, gpus[idx].uuid, container_gpu_mem(c))
+               for c in (pod.get("spec") or {}).get("containers") or () if container_gpu_mem(c) > 0}
+        return {"metadata": {"annotations": {ANN_ASSIGNED: "true",
+                                             ENV_ANNOTATION: json.dumps(env, sort_keys=True, separators=(",", ":"))}}}
