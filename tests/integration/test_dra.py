@@ -43,7 +43,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 def api(cluster):
     a = cluster.api_client()
     _publish_slices(a)
-    _create(a, None, "deviceclasses", {"metadata": {"name": "gpu.pyk8s.io"}, "spec": {
+    _create(a, None, "deviceclasses", {"metadata": {"name": "any-gpu"}, "spec": {
         "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
     yield a
     a.close()
@@ -101,7 +101,7 @@ def _pods(api, ns: str) -> list[Any]:
 
 
 def _gpu_request(selector: str | None = None, name: str = "gpu") -> dict[str, Any]:
-    req: dict[str, Any] = {"name": name, "deviceClassName": "gpu.pyk8s.io"}
+    req: dict[str, Any] = {"name": name, "deviceClassName": "any-gpu"}
     if selector:
         req["selectors"] = [{"cel": {"expression": selector}}]
     return {"devices": {"requests": [req]}}
@@ -150,7 +150,7 @@ def test_kubectl_columns_field_selectors_and_defaults(cluster, api, ns):
     bad = cluster.kubectl("get", "resourceslices", "--field-selector", "spec.pool.name=x", check=False)
     assert bad.returncode != 0
     assert "field label not supported for resource.k8s.io/v1beta1, Kind=ResourceSlice: spec.pool.name" in bad.stderr
-    assert cluster.kubectl("get", "deviceclasses").stdout.split()[:3] == ["NAME", "AGE", "gpu.pyk8s.io"]
+    assert cluster.kubectl("get", "deviceclasses").stdout.split()[:3] == ["NAME", "AGE", "any-gpu"]
     claim = _create(api, ns, "resourceclaims", {"metadata": {"name": "c"}, "spec": _gpu_request()})
     req = claim["spec"]["devices"]["requests"][0]
     assert (req["allocationMode"], req["count"]) == ("ExactCount", 1)
@@ -341,3 +341,71 @@ def test_rbac_without_rights_on_resourceclaims(cluster, api, ns):
     assert r.returncode != 0 and "cannot create resource \"resourceclaims\"" in r.stderr
     r = cluster.kubectl("--kubeconfig", kc, "get", "resourceslices", check=False)
     assert r.returncode != 0 and "cannot list resource \"resourceslices\"" in r.stderr
+
+
+# ---- simulated GPU nodes publish our GPU driver's slices; shares exclude their whole GPU -------
+
+
+def _share_claim(name: str, count: int) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"devices": {
+        "requests": [{"name": "mem", "deviceClassName": "gpu-share.pyk8s.io", "count": count}],
+        "constraints": [{"matchAttribute": f"{DRIVER}/parent"}]}}}
+
+
+def _whole_claim(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"devices": {
+        "requests": [{"name": "gpu", "deviceClassName": "gpu.pyk8s.io"}]}}}
+
+
+def test_simulated_gpu_nodes_publish_slices_and_shares_exclude_whole_gpus(cluster, api, ns):
+    core = k8s.CoreV1Api(api)
+    with simulated_nodes(cluster.kubeconfig, 1, name_prefix="dra-gpu-", gpus=2, gpu_memory="16Gi",
+                         delete_nodes_on_stop=True, taints="pyk8s.io/dra-gpu=true:NoSchedule"):
+        node = "dra-gpu-0"
+
+        def slice_devices() -> list[str]:
+            try:
+                s = _custom(api).get_cluster_custom_object(GROUP, VERSION, "resourceslices", f"{node}-{DRIVER}")
+            except ApiException as e:
+                assert e.status == 404, e.body
+                return []
+            return [d["name"] for d in s["spec"]["devices"]]
+
+        devices = wait_for(slice_devices, what="the node's ResourceSlice")
+        assert devices == ["gpu-0"] + [f"gpu-0-share-{k}" for k in range(4)] + \
+            ["gpu-1"] + [f"gpu-1-share-{k}" for k in range(4)]
+        classes = cluster.kubectl("get", "deviceclasses", "-o", "name").stdout.split()
+        assert {"deviceclass.resource.k8s.io/gpu.pyk8s.io", "deviceclass.resource.k8s.io/gpu-share.pyk8s.io"} <= \
+            set(classes)
+
+        def place(pod: str, claim: dict[str, Any]) -> None:
+            _create(api, ns, "resourceclaims", claim)
+            body = _pod(pod, [{"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}])
+            body["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+            body["spec"]["tolerations"] = [{"key": "pyk8s.io/dra-gpu", "operator": "Exists"}]
+            core.create_namespaced_pod(ns, body)
+
+        def allocated(claim: str) -> list[dict[str, Any]]:
+            c = _custom(api).get_namespaced_custom_object(GROUP, VERSION, ns, "resourceclaims", claim)
+            return ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+
+        place("whole", _whole_claim("whole"))
+        [w] = wait_for(lambda: allocated("whole"), what="whole GPU allocated")
+        whole_gpu = w["device"]
+        place("twelve", _share_claim("twelve", 3))  # 12Gi of one GPU: the other one
+        shares = wait_for(lambda: allocated("twelve"), what="12Gi of shares allocated")
+        parents = {r["device"].rsplit("-share-", 1)[0] for r in shares}
+        assert len(shares) == 3 and len(parents) == 1 and parents != {whole_gpu}
+        place("whole2", _whole_claim("whole2"))  # both GPUs are (partly) in use now
+        assert _unschedulable_message(api, ns, "whole2").startswith("0/")
+        assert "cannot allocate all claims" in _unschedulable_message(api, ns, "whole2")
+        place("four", _share_claim("four", 1))  # the last 4Gi of the shared GPU
+        [f] = wait_for(lambda: allocated("four"), what="the last share allocated")
+        assert f["device"].rsplit("-share-", 1)[0] == next(iter(parents))
+        assert not allocated("whole2")
+        # freeing the whole GPU lets the waiting pod have it
+        core.delete_namespaced_pod("whole", ns, grace_period_seconds=0)
+        [w2] = wait_for(lambda: allocated("whole2"), timeout=60, what="the freed GPU allocated to whole2")
+        assert w2["device"] == whole_gpu
+        core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+    assert cluster.kubectl("get", "resourceslice", f"{node}-{DRIVER}", check=False).returncode != 0

@@ -173,3 +173,35 @@ def test_allocated_devices_view():
     assert allocated_devices(claims) == {(DRIVER, "p", "d0")}
     assert allocated_devices(claims, skip_uid="a") == set()
     assert node_slices([], "n", {}, _never) == []
+
+
+def test_gpu_driver_slice_shares_and_whole_gpus_exclude_each_other():
+    from pyk8s.api.validation.groups.resource import validate_resource_slice
+    from pyk8s.dra.gpu_slices import device_classes, slice_for_node
+    from pyk8s.gpu.discovery import fake_gpus
+
+    s = slice_for_node("n1", fake_gpus("2x16Gi", "n1"))
+    assert validate_resource_slice(s) == []
+    classes = {c["metadata"]["name"]: c for c in device_classes()}
+    counters: dict[Any, int] = {}
+    cands = node_slices([s], "n1", {}, _never, counters)
+    alloc = Allocator(classes.get)
+    whole = _claim("w", {**_req(), "deviceClassName": "gpu.pyk8s.io"})
+    share = _claim("s", {**_req(count=3), "deviceClassName": "gpu-share.pyk8s.io"},
+                   constraints=[{"matchAttribute": f"{DRIVER}/parent"}])
+    [w] = alloc.allocate([whole], "n1", cands, set(), counters)
+    taken = {(DRIVER, "n1", w["devices"]["results"][0]["device"])}
+    assert taken == {(DRIVER, "n1", "gpu-0")}
+    # 12Gi of shares while gpu-0 is taken whole: all from gpu-1
+    [sh] = alloc.allocate([share], "n1", cands, taken, counters)
+    assert [r["device"] for r in sh["devices"]["results"]] == ["gpu-1-share-0", "gpu-1-share-1", "gpu-1-share-2"]
+    taken |= {(DRIVER, "n1", r["device"]) for r in sh["devices"]["results"]}
+    # neither GPU is whole any more, and only one 4Gi share is left
+    assert alloc.allocate([whole], "n1", cands, taken, counters) is None
+    assert alloc.allocate([share], "n1", cands, taken, counters) is None
+    [one] = alloc.allocate([_claim("o", {**_req(), "deviceClassName": "gpu-share.pyk8s.io"})], "n1", cands, taken,
+                           counters)
+    assert one["devices"]["results"][0]["device"] == "gpu-1-share-3"
+    bad = {**s, "spec": {**s["spec"], "sharedCounters": []}}
+    assert any("must reference a counterSet defined in the ResourceSlice sharedCounters" in e.detail
+               for e in validate_resource_slice(bad))

@@ -9,6 +9,9 @@ As upstream's k8s.io/dynamic-resource-allocation/structured allocator (v1.33, v1
 - `ExactCount` takes `count` devices, `All` every matching device of the node (none free or
   one of them in use fails the request); `constraints[].matchAttribute` makes the devices of
   the listed requests agree on that attribute (a depth-first search backtracks over choices);
+- partitionable devices (KEP-4815's `sharedCounters` / `consumesCounters`): a device is only
+  available while what it consumes of its pool's counter sets is left, after the devices in use
+  and those chosen so far (how a whole GPU and its memory shares exclude each other);
 - the result per claim is upstream's AllocationResult: `devices.results` (request, driver,
   pool, device), `devices.config` (class config FromClass, then claim config FromClaim) and
   the `nodeSelector` of where the devices are reachable (nil when every slice is `allNodes`).
@@ -20,12 +23,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.quantity import parse_quantity
 from .cel import CELError, compile_selector, device_activation, device_matches
 
 __all__ = ["Allocator", "AllocationError", "Candidate", "DeviceID", "allocated_devices", "node_slices",
            "slice_reaches_node"]
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
+CounterKey = tuple[str, str, str, str]  # driver, pool, counter set, counter
 Obj = Mapping[str, Any]
 
 
@@ -41,6 +46,7 @@ class Candidate:
     basic: Obj
     via: str  # "node", "selector" or "all"
     selector: Obj | None = None
+    consumes: dict[CounterKey, int] = field(default_factory=dict)  # milli-units
     _activation: dict[str, Any] | None = None
 
     def activation(self) -> dict[str, Any]:
@@ -73,9 +79,18 @@ def slice_reaches_node(spec: Obj, node_name: str, node_labels: Mapping[str, str]
     return None
 
 
+def _milli(v: Any) -> int:
+    try:
+        return parse_quantity(v.get("value") if isinstance(v, dict) else v).to_milli()
+    except ValueError:
+        return 0
+
+
 def node_slices(slices: Iterable[Obj], node_name: str, node_labels: Mapping[str, str],
-                match_selector: Callable[[Obj, str, Mapping[str, str]], bool]) -> list[Candidate]:
-    """The devices of the newest generation of each pool that the node reaches, in slice order."""
+                match_selector: Callable[[Obj, str, Mapping[str, str]], bool],
+                counters: dict[CounterKey, int] | None = None) -> list[Candidate]:
+    """The devices of the newest generation of each pool that the node reaches, in slice order;
+    `counters` gets those pools' shared counters (milli-units)."""
     newest: dict[tuple[str, str], int] = {}
     slices = list(slices)
     for s in slices:
@@ -93,9 +108,16 @@ def node_slices(slices: Iterable[Obj], node_name: str, node_labels: Mapping[str,
         via = slice_reaches_node(spec, node_name, node_labels, match_selector)
         if via is None:
             continue
+        if counters is not None:
+            for cs in spec.get("sharedCounters") or ():
+                for cname, v in (cs.get("counters") or {}).items():
+                    counters[(key[0], key[1], cs.get("name", ""), cname)] = _milli(v)
         for d in spec.get("devices") or ():
-            out.append(Candidate((key[0], key[1], d.get("name", "")), d.get("basic") or {}, via,
-                                 spec.get("nodeSelector") if via == "selector" else None))
+            basic = d.get("basic") or {}
+            consumes = {(key[0], key[1], c.get("counterSet", ""), cname): _milli(v)
+                        for c in basic.get("consumesCounters") or () for cname, v in (c.get("counters") or {}).items()}
+            out.append(Candidate((key[0], key[1], d.get("name", "")), basic, via,
+                                 spec.get("nodeSelector") if via == "selector" else None, consumes))
     return out
 
 
@@ -117,6 +139,7 @@ class Allocator:
 
     def __init__(self, classes: Callable[[str], Obj | None]) -> None:
         self.classes = classes
+        self._left: dict[CounterKey, int] = {}  # counters left during one allocate()
 
     def _matches(self, claim: Obj, req: Obj, dev: Candidate) -> bool:
         cls = self.classes(req.get("deviceClassName", ""))
@@ -136,7 +159,13 @@ class Allocator:
         return True
 
     def allocate(self, claims: list[Obj], node_name: str, candidates: list[Candidate],
-                 in_use: set[DeviceID]) -> list[dict[str, Any]] | None:
+                 in_use: set[DeviceID], counters: Mapping[CounterKey, int] | None = None) -> list[dict[str, Any]] | None:
+        left = dict(counters or {})
+        for d in candidates:
+            if d.id in in_use:
+                for k, v in d.consumes.items():
+                    left[k] = left.get(k, 0) - v
+        self._left = left
         requests: list[_Request] = []
         for ci, claim in enumerate(claims):
             for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
@@ -168,15 +197,22 @@ class Allocator:
         if len(chosen[i]) == req.count:
             return self._search(requests, i + 1, chosen, taken, constraints)
         start = requests[i].matching.index(chosen[i][-1]) + 1 if chosen[i] else 0
+        left = self._left
         for dev in req.matching[start:]:
             if dev.id in taken or not self._agrees(requests, i, dev, chosen, constraints):
                 continue
+            if any(left.get(k, 0) < v for k, v in dev.consumes.items()):
+                continue  # its counter set (a GPU a share of which is taken, ...) has not enough left
             chosen[i].append(dev)
             taken.add(dev.id)
+            for k, v in dev.consumes.items():
+                left[k] = left.get(k, 0) - v
             if self._search(requests, i, chosen, taken, constraints):
                 return True
             chosen[i].pop()
             taken.discard(dev.id)
+            for k, v in dev.consumes.items():
+                left[k] += v
         return False
 
     @staticmethod

@@ -9,6 +9,8 @@ A conflict (someone else wrote the claim) fails the binding, so the pod is retri
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +25,7 @@ RESOURCECLAIMS = ("resource.k8s.io", "v1beta1", "resourceclaims")
 RESOURCESLICES = ("resource.k8s.io", "v1beta1", "resourceslices")
 DEVICECLASSES = ("resource.k8s.io", "v1beta1", "deviceclasses")
 FINALIZER = "resource.kubernetes.io/delete-protection"
+POLL = 0.05
 
 
 class DRAView:
@@ -71,8 +74,12 @@ class DRAView:
                              lambda o, e=dele: queue.on_event(e, o, None))
 
 
-async def bind_pod_claims(client: Client, state: Any, pod: Mapping[str, Any]) -> str | None:
-    """Write what Reserve decided; returns an error message or None."""
+async def bind_pod_claims(client: Client, state: Any, pod: Mapping[str, Any], view: DRAView | None = None,
+                          timeout: float = 10.0) -> str | None:
+    """Write what Reserve decided; returns an error message or None.
+
+    A claim another pod of this scheduler is allocating (the assumed allocation) is waited for
+    on the informer; reservedFor writes that lose a race with another consumer are retried."""
     pc: PodClaims | None = state.read(STATE_KEY)
     if pc is None or not pc.claims:
         return None
@@ -80,21 +87,54 @@ async def bind_pod_claims(client: Client, state: Any, pod: Mapping[str, Any]) ->
     ref = {"resource": "pods", "name": md.get("name", ""), "uid": md.get("uid", "")}
     try:
         for claim in pc.claims:
-            cmd = claim.get("metadata") or {}
-            alloc = pc.allocations.get(cmd.get("uid", ""))
-            reserved = list((claim.get("status") or {}).get("reservedFor") or ())
-            if alloc is None and any(r.get("uid") == ref["uid"] for r in reserved):
-                continue
-            cur = dict(claim)
-            if alloc is not None and FINALIZER not in (cmd.get("finalizers") or ()):
-                cur["metadata"] = {**cmd, "finalizers": [*(cmd.get("finalizers") or ()), FINALIZER]}
-                cur = await client.update(RESOURCECLAIMS, cur)
-            status = dict(cur.get("status") or {})
-            if alloc is not None:
-                status["allocation"] = alloc
-            status["reservedFor"] = [*reserved, ref]
-            cur = {**cur, "status": status}
-            await client.update(RESOURCECLAIMS, cur, sub="status")
+            err = await _bind_claim(client, claim, pc.allocations.get((claim.get("metadata") or {}).get("uid", "")),
+                                    ref, view, timeout)
+            if err:
+                return f'running PreBind plugin "DynamicResources": {err}'
     except StatusError as e:
         return f'running PreBind plugin "DynamicResources": {e.message}'
     return None
+
+
+async def _bind_claim(client: Client, claim: Mapping[str, Any], alloc: dict[str, Any] | None, ref: dict[str, str],
+                      view: DRAView | None, timeout: float) -> str | None:
+    cmd = claim.get("metadata") or {}
+    deadline = time.monotonic() + timeout
+    cur: dict[str, Any] = dict(claim)
+    for attempt in range(8):
+        if attempt or alloc is None:
+            cur = await client.get(RESOURCECLAIMS, cmd.get("name", ""), cmd.get("namespace"))
+        if (cur.get("metadata") or {}).get("uid") != cmd.get("uid"):
+            return f'resourceclaim "{cmd.get("name")}" was replaced'
+        status = dict(cur.get("status") or {})
+        reserved = list(status.get("reservedFor") or ())
+        if any(r.get("uid") == ref["uid"] for r in reserved):
+            return None
+        if status.get("allocation") is None and alloc is None:
+            # another pod's binding cycle is writing the allocation this pod shares: wait for it
+            while time.monotonic() < deadline:
+                await asyncio.sleep(POLL)
+                seen = view.claim(cmd.get("namespace", ""), cmd.get("name", "")) if view is not None else None
+                if seen is not None and (seen.get("status") or {}).get("allocation") is not None:
+                    break
+            else:
+                return f'resourceclaim "{cmd.get("name")}" is not allocated'
+            continue
+        if alloc is not None and status.get("allocation") is not None and status["allocation"] != alloc:
+            return f'resourceclaim "{cmd.get("name")}" was allocated by someone else meanwhile'
+        if status.get("allocation") is None:
+            ours = alloc
+            fins = (cur.get("metadata") or {}).get("finalizers") or []
+            if FINALIZER not in fins:
+                cur = await client.update(RESOURCECLAIMS, {**cur, "metadata": {**cur["metadata"],
+                                                                                  "finalizers": [*fins, FINALIZER]}})
+            status["allocation"] = ours
+        status["reservedFor"] = [*reserved, ref]
+        try:
+            await client.update(RESOURCECLAIMS, {**cur, "status": status}, sub="status")
+            return None
+        except StatusError as e:
+            if e.code != 409:
+                raise
+    return f'resourceclaim "{cmd.get("name")}": too many conflicting writers'
+

@@ -347,7 +347,7 @@ class SchedulerRunner:
         elif (gerr := await annotate_gpu_share(self.client, d.state, p.namespace, p.name,
                                                (p.pod.get("metadata") or {}).get("uid", ""))) is not None:
             err = f'running PreBind plugin "GPUShare": {gerr}'
-        elif "DynamicResources" in d.profile.plugins and (cerr := await bind_pod_claims(self.client, d.state, p.pod)):
+        elif "DynamicResources" in d.profile.plugins and (cerr := await bind_pod_claims(self.client, d.state, p.pod, self.dra)):
             err = cerr
         else:
             try:

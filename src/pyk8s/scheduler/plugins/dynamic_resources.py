@@ -75,7 +75,9 @@ class PodClaims:
     in_use: set[DeviceID] = field(default_factory=set)
     # Reserve's decision: claim uid -> AllocationResult
     allocations: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _mask: tuple[int, int, np.ndarray, np.ndarray] | None = None
+    # per node row, computed for the rows Filter is asked about: (table serial, n, ok, which, done)
+    _mask: tuple[int, int, np.ndarray, np.ndarray, np.ndarray] | None = None
+    statuses: list[Status] = field(default_factory=lambda: [_CANNOT, _NOT_AVAILABLE])
 
     def clone(self) -> PodClaims:
         return self  # read-only while filtering; Reserve runs on the one real cycle
@@ -88,6 +90,8 @@ class DynamicResources(Plugin):
         super().__init__(args, handle)
         # claim uid -> devices this scheduler allocated that the informer may not show yet
         self.in_flight: dict[str, set[DeviceID]] = {}
+        # claim uid -> that allocation (upstream's assume cache): other pods sharing the claim use it
+        self.assumed: dict[str, dict[str, Any]] = {}
 
     @property
     def _view(self) -> Any:
@@ -138,6 +142,8 @@ class DynamicResources(Plugin):
                 return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("resourceclaim in use",))
             out.claims.append(claim)
             alloc = st.get("allocation")
+            if alloc is None:
+                alloc = self.assumed.get(_md(claim).get("uid", ""))
             if alloc is not None:
                 terms = (alloc.get("nodeSelector") or {}).get("nodeSelectorTerms")
                 if terms:
@@ -163,46 +169,53 @@ class DynamicResources(Plugin):
             claim = view.claim_by_uid(cuid)
             if claim is None or (claim.get("status") or {}).get("allocation") is not None:
                 del self.in_flight[cuid]
+                self.assumed.pop(cuid, None)
 
     # -- Filter ---------------------------------------------------------------------------
 
-    def _masks(self, pc: PodClaims, table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
-        if pc._mask is not None and pc._mask[0] == table.serial and pc._mask[1] == table.n:
-            return pc._mask[2], pc._mask[3]
-        n = table.n
-        ok = np.ones(n, dtype=bool)
-        which = np.zeros(n, dtype=np.int32)  # 0: cannot allocate, 1: allocated elsewhere
-        for terms in pc.allocated_mask_terms:
-            m = np.zeros(n, dtype=bool)
-            for t in terms:
-                m |= t.mask(table)
-            which[ok & ~m] = 1
-            ok &= m
+    def _masks(self, pc: PodClaims, table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """ok/which per node row; the allocator runs only for `rows` (the nodes the other plugins
+        left), once per row and cycle: a device elsewhere never decides, nor fails, this pod."""
+        if pc._mask is None or pc._mask[0] != table.serial or pc._mask[1] != table.n:
+            n = table.n
+            ok = np.ones(n, dtype=bool)
+            which = np.zeros(n, dtype=np.int32)  # index into pc.statuses
+            for terms in pc.allocated_mask_terms:
+                m = np.zeros(n, dtype=bool)
+                for t in terms:
+                    m |= t.mask(table)
+                which[ok & ~m] = 1
+                ok &= m
+            pc._mask = (table.serial, n, ok, which, np.zeros(n, dtype=bool))
+        _, _, ok, which, done = pc._mask
         if pc.unallocated:
-            slices = self._view.slices()
+            todo = rows[ok[rows] & ~done[rows]]
+            slices = self._view.slices() if todo.size else []
             alloc = Allocator(self._view.device_class)
-            for row in np.flatnonzero(ok):
+            for row in todo:
                 name = table.names[row]
-                cands = node_slices(slices, name, table.labels[row], _selector_matches)
-                if alloc.allocate(list(pc.unallocated), name, cands, pc.in_use) is None:
-                    ok[row] = False
+                counters: dict[Any, int] = {}
+                cands = node_slices(slices, name, table.labels[row], _selector_matches, counters)
+                try:
+                    fits = alloc.allocate(list(pc.unallocated), name, cands, pc.in_use, counters) is not None
+                except AllocationError as e:  # a CEL error on this node's devices, a missing class
+                    pc.statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),)))
+                    fits, which[row] = False, len(pc.statuses) - 1
+                else:
                     which[row] = 0
-        pc._mask = (table.serial, n, ok, which)
+                ok[row] = fits
+            done[todo] = True
         return ok, which
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
         pc = state.read(STATE_KEY)
         if pc is None or not (pc.unallocated or pc.allocated_mask_terms):
             return None
-        try:
-            ok, which = self._masks(pc, table)
-        except AllocationError as e:
-            return FilterResult.uniform(np.zeros(len(rows), dtype=bool),
-                                        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),)))
+        ok, which = self._masks(pc, table, rows)
         r_ok = ok[rows]
         if r_ok.all():
             return None
-        return FilterResult(r_ok, (_CANNOT, _NOT_AVAILABLE), which[rows])
+        return FilterResult(r_ok, tuple(pc.statuses), which[rows])
 
     # -- Reserve / Unreserve --------------------------------------------------------------
 
@@ -217,9 +230,10 @@ class DynamicResources(Plugin):
         in_use = set(pc.in_use)
         for devs in self.in_flight.values():  # other pods reserved since this one's PreFilter
             in_use |= devs
-        cands = node_slices(self._view.slices(), node, table.labels[row], _selector_matches)
+        counters: dict[Any, int] = {}
+        cands = node_slices(self._view.slices(), node, table.labels[row], _selector_matches, counters)
         try:
-            results = Allocator(self._view.device_class).allocate(list(pc.unallocated), node, cands, in_use)
+            results = Allocator(self._view.device_class).allocate(list(pc.unallocated), node, cands, in_use, counters)
         except AllocationError as e:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),))
         if results is None:
@@ -229,6 +243,7 @@ class DynamicResources(Plugin):
             cuid = _md(claim).get("uid", "")
             pc.allocations[cuid] = res
             self.in_flight[cuid] = {(r["driver"], r["pool"], r["device"]) for r in res["devices"]["results"]}
+            self.assumed[cuid] = res
         return None
 
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
@@ -237,6 +252,7 @@ class DynamicResources(Plugin):
             return
         for cuid in pc.allocations:
             self.in_flight.pop(cuid, None)
+            self.assumed.pop(cuid, None)
         pc.allocations = {}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:

@@ -40,6 +40,7 @@ MAX_ATTRIBUTES_AND_CAPACITIES = 32
 MAX_ID_LENGTH = 64
 MAX_STRING_ATTRIBUTE = 64
 MAX_PARAMETERS_SIZE = 10 * 1024
+MAX_COUNTER_SETS = 32
 ALLOCATION_MODES = ("All", "ExactCount")
 
 
@@ -433,7 +434,28 @@ def _slice_spec(spec: dict[str, Any]) -> list[FieldError]:
         if len(as_list(ns.get("nodeSelectorTerms"))) != 1:
             errs.append(invalid("spec.nodeSelector.nodeSelectorTerms", GoValue("[]core.NodeSelectorTerm{...}"),
                                 "must have exactly one node selector term"))
+    sets, more = _named_list(spec.get("sharedCounters"), "spec.sharedCounters", MAX_COUNTER_SETS, _counter_set)
+    errs += more
     errs += _named_list(spec.get("devices"), "spec.devices", MAX_DEVICES_PER_SLICE, _device)[1]
+    for i, d in enumerate(as_list(spec.get("devices"))):
+        for j, c in enumerate(as_list(as_dict(as_dict(d).get("basic")).get("consumesCounters"))):
+            ref = as_dict(c).get("counterSet") or ""
+            if ref not in sets:
+                errs.append(invalid(index(f"spec.devices[{i}].basic.consumesCounters", j) + ".counterSet", ref,
+                                    "must reference a counterSet defined in the ResourceSlice sharedCounters"))
+    return errs
+
+
+def _counter_set(cs: dict[str, Any], path: str) -> list[FieldError]:
+    """KEP-4815's partitionable devices: a named set of counters (quantities)."""
+    errs = _names(cs.get("name"), child(path, "name"), is_dns1123_label)
+    counters = as_dict(cs.get("counters"))
+    if not counters:
+        errs.append(required(child(path, "counters"), ""))
+    for k, v in counters.items():
+        errs += [invalid(child(path, "counters") + f"[{k}]", k, m) for m in is_dns1123_label(k)]
+        if as_dict(v).get("value") is None:
+            errs.append(required(child(path, "counters") + f"[{k}].value", ""))
     return errs
 
 
