@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...dra.allocator import AllocationError, Allocator, DeviceID, allocated_devices, node_slices
+from ...dra.podclaims import claim_name_for
 from ..cache import NodeTable
 from ..events import POD, ActionType, ClusterEvent, ClusterEventWithHint
 from ..framework import Code, CycleState, FilterResult, Plugin, PreFilterResult, Status
@@ -52,17 +53,6 @@ _NOT_AVAILABLE = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_NOT_AVAILABLE,
 
 def _md(o: Mapping[str, Any]) -> Mapping[str, Any]:
     return o.get("metadata") or {}
-
-
-def claim_name_for(pod: Mapping[str, Any], pod_claim: Mapping[str, Any]) -> tuple[str | None, bool]:
-    """resourceclaim.Name: (claim name or None while it is not created yet, generated?)."""
-    if pod_claim.get("resourceClaimName"):
-        return pod_claim["resourceClaimName"], False
-    for st in (pod.get("status") or {}).get("resourceClaimStatuses") or ():
-        if st.get("name") == pod_claim.get("name"):
-            # a null claim name says the controller decided no claim is needed
-            return st.get("resourceClaimName") or "", True
-    return None, True
 
 
 @dataclass(slots=True)
