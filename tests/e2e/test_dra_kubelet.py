@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import uuid
@@ -24,6 +26,7 @@ from pyk8s.dra.api import dra_v1beta1_pb2 as dra_pb
 from pyk8s.dra.api import dra_v1beta1_pb2_grpc as dra_grpc
 from pyk8s.dra.api import pluginregistration_v1_pb2 as reg_pb
 from pyk8s.dra.api import pluginregistration_v1_pb2_grpc as reg_grpc
+from tests.cluster import REPO
 from tests.e2e.kubelet_harness import Env, busybox_pod, container, requirements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(180)]
@@ -135,7 +138,8 @@ def driver(env: Env) -> Iterator[Driver]:
 
 def _create(e: Env, obj: dict[str, Any]) -> dict[str, Any]:
     """resource.k8s.io objects (the harness creates core kinds only)."""
-    plural = {"ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses", "ResourceClaim": "resourceclaims"}
+    plural = {"ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses", "ResourceClaim": "resourceclaims",
+              "ResourceClaimTemplate": "resourceclaimtemplates"}
     ns = obj["metadata"].get("namespace")
     path = f"/apis/resource.k8s.io/v1beta1/{f'namespaces/{ns}/' if ns else ''}{plural[obj['kind']]}"
     return e.api("POST", path, obj)
@@ -198,3 +202,48 @@ def test_driver_with_unsupported_versions_is_refused(env: Env) -> None:
         env.delete_pod("refused", grace=0)
     finally:
         d.stop()
+
+
+def _gpu_env(e: Env, name: str) -> dict[str, str]:
+    lines = e.wait_log(name, "c", lambda ls: any(x.startswith("DONE") for x in ls), 30)
+    return dict(x.split("=", 1) for x in lines if "=" in x)
+
+
+def test_our_gpu_driver_shares_and_whole_gpus_reach_containers(env: Env) -> None:
+    """`pyk8s dra-driver gpu --fake-gpus 2x16Gi`: an 8Gi share (two 4Gi shares of one parent) and a
+    whole GPU land on different GPUs, and each container sees its GPU's UUID in its env."""
+    e = env
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyk8s.cli", "dra-driver", "gpu", "--fake-gpus", "2x16Gi", "--node-name", e.node,
+         "--kubelet-root-dir", os.path.join(e.data, "kubelet"), "--kubeconfig", e.cluster.kubeconfig],
+        cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    slice_path = f"/apis/resource.k8s.io/v1beta1/resourceslices/{e.node}-gpu.pyk8s.io"
+    try:
+        s = e.wait(lambda: e.get(slice_path), 30, "the driver's ResourceSlice")
+        assert len(s["spec"]["devices"]) == 10 and s["spec"]["nodeName"] == e.node
+        _create(e, {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": "gpu-8gi", "namespace": "default"},
+                    "spec": {"spec": {"devices": {
+                        "requests": [{"name": "mem", "deviceClassName": "gpu-share.pyk8s.io", "count": 2}],
+                        "constraints": [{"matchAttribute": "gpu.pyk8s.io/parent"}]}}}})
+        _create(e, {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": "gpu-whole", "namespace": "default"},
+                    "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.pyk8s.io"}]}}}})
+        script = "env | grep -E '^(NVIDIA|PYK8S_GPU)' | sort; echo DONE; sleep 3600"
+        for name, tmpl in (("share", "gpu-8gi"), ("whole", "gpu-whole")):
+            e.create(busybox_pod(name, script, resourceClaims=[{"name": "g", "resourceClaimTemplateName": tmpl}],
+                                 containers=[container("c", script, resources={"claims": [{"name": "g"}]})]))
+            e.wait_running(name, 60)
+        share, whole = _gpu_env(e, "share"), _gpu_env(e, "whole")
+        assert share["PYK8S_GPU_MEMORY"] == "8Gi" and "PYK8S_GPU_MEMORY" not in whole
+        gpus = {f"GPU-fake-{e.node}-0", f"GPU-fake-{e.node}-1"}
+        assert {share["NVIDIA_VISIBLE_DEVICES"], whole["NVIDIA_VISIBLE_DEVICES"]} == gpus
+        for name in ("share", "whole"):
+            e.delete_pod(name, grace=0)
+            e.wait_gone(name)
+        e.wait(lambda: not [f for f in os.listdir(CDI_DIR) if f.startswith("gpu.pyk8s.io-")], 30,
+               "CDI specs removed on unprepare")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        e.api("DELETE", slice_path)
