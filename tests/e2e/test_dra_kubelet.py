@@ -247,3 +247,27 @@ def test_our_gpu_driver_shares_and_whole_gpus_reach_containers(env: Env) -> None
         proc.terminate()
         proc.wait(10)
         e.api("DELETE", slice_path)
+
+
+def test_claims_prepared_before_a_kubelet_restart_are_unprepared_after_it(env: Env, driver: Driver) -> None:
+    e, d = env, driver
+    e.wait(lambda: (True, "") in d.status, 20, "registration accepted")
+    _publish(e, d)
+    _create(e, {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+                "metadata": {"name": "kept", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "r", "deviceClassName": d.name}]}}})
+    e.create(busybox_pod("kept", "sleep 3600", resourceClaims=[{"name": "g", "resourceClaimName": "kept"}],
+                         containers=[container("c", "sleep 3600", resources={"claims": [{"name": "g"}]})]))
+    e.wait_running("kept", 60)
+    cuid = e.get("/apis/resource.k8s.io/v1beta1/namespaces/default/resourceclaims/kept")["metadata"]["uid"]
+    state = os.path.join(e.data, "kubelet", "dra_manager_state")
+    assert os.stat(state).st_mode & 0o777 == 0o600
+    with open(state) as f:
+        assert cuid in json.dumps(json.load(f))
+    e.agent.stop()
+    e.agent.start()
+    e.wait(lambda: e.node_ready(), 60, "node Ready again")
+    e.wait(lambda: d.status.count((True, "")) >= 2, 20, "the driver registered with the new kubelet")
+    e.delete_pod("kept", grace=0)
+    e.wait_gone("kept")
+    e.wait(lambda: cuid in d.unprepared, 30, "claim unprepared by the restarted kubelet")

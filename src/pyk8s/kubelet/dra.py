@@ -13,11 +13,15 @@ pluginmanager, v1.33).
   CDI device IDs answered for the devices of a container's requests are resolved against the
   CDI spec directories into env, device nodes and mounts for that container.
 - Unprepare: when the kubelet forgets the pod, NodeUnprepareResources for what it prepared.
+- Checkpoint: which claims were prepared for which pod, and by which drivers, is kept in
+  `<root-dir>/dra_manager_state` (0600, as upstream's checkpoint of that name), so a restarted
+  kubelet still unprepares the claims of pods that go away after the restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import stat
@@ -66,6 +70,7 @@ class _Prepared:
 class DRAManager:
     def __init__(self, root: str, client: Client, cdi_dirs: tuple[str, ...] = DEFAULT_SPEC_DIRS) -> None:
         self.registry_dir = os.path.join(root, "plugins_registry")
+        self.checkpoint = os.path.join(root, "dra_manager_state")
         self.client = client
         self.cdi_dirs = cdi_dirs
         self.drivers: dict[str, _Driver] = {}
@@ -73,11 +78,13 @@ class DRAManager:
         self._prepared: dict[str, _Prepared] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._task: asyncio.Task[None] | None = None
+        self._restored: set[str] = set()  # pods from the checkpoint, whose devices are asked again
 
     # ---- registration ---------------------------------------------------------------------
 
     async def start(self) -> None:
         os.makedirs(self.registry_dir, mode=0o750, exist_ok=True)
+        self._restore()
         self._task = asyncio.create_task(self._watch(), name="dra-plugin-watcher")
 
     async def stop(self) -> None:
@@ -162,9 +169,14 @@ class DRAManager:
         lock = self._locks.setdefault(uid, asyncio.Lock())
         async with lock:
             prepared = self._prepared.get(uid)
+            if prepared is not None and uid in self._restored:
+                # after a restart: prepare again (drivers answer an already prepared claim as before)
+                self._restored.discard(uid)
+                prepared = None
             if prepared is None:
                 prepared = await self._prepare(pod)
                 self._prepared[uid] = prepared
+                await asyncio.to_thread(self._save)
         ids: list[str] = []
         for ref in (container.get("resources") or {}).get("claims") or ():
             cuid = prepared.by_pod_claim.get(ref.get("name", ""))
@@ -226,7 +238,32 @@ class DRAManager:
         prepared = self._prepared.pop(uid, None)
         self._locks.pop(uid, None)
         if prepared is not None and prepared.claims:
+            self._save()
             asyncio.ensure_future(self._unprepare(prepared))
+
+    def _save(self) -> None:
+        state = {uid: {cuid: [ns, name, sorted(drivers)] for cuid, (ns, name, drivers) in p.claims.items()}
+                 for uid, p in self._prepared.items() if p.claims}
+        tmp = self.checkpoint + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, self.checkpoint)
+
+    def _restore(self) -> None:
+        """Pods prepared before a restart: their claims (not their CDI answers, asked again when a
+        container of theirs is created) so forget() can unprepare them."""
+        try:
+            with open(self.checkpoint) as f:
+                state = json.load(f)
+        except (OSError, ValueError):
+            return
+        for uid, claims in (state.items() if isinstance(state, dict) else ()):
+            p = _Prepared()
+            for cuid, (ns, name, drivers) in claims.items():
+                p.claims[cuid] = (ns, name, set(drivers))
+            self._prepared[uid] = p
+            self._restored.add(uid)
 
     async def _unprepare(self, prepared: _Prepared) -> None:
         by_driver: dict[str, list[Any]] = {}
