@@ -241,6 +241,10 @@ def main() -> None:
     # keeping the store). Default: both 1 and 2, the two ways to run on this 2-core machine.
     for workers in [int(w) for w in os.environ.get("BENCH_API_WORKERS", "1,2").split(",") if w.strip()]:
         run_server(workers, per_row)
+    if os.environ.get("BENCH_ADMISSION", "1") != "0":  # the admission phase (bench/api_admission.py)
+        from .api_admission import main as admission_phase
+
+        admission_phase()
 
 
 def run_server(workers: int, ceiling: float) -> None:

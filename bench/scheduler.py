@@ -14,6 +14,7 @@ Workloads (upstream performance-config.yaml, labels [performance]):
   SchedulingPodAntiAffinity  5000 nodes, 1000 init, 2000 measured           floor 60
   TopologySpreading          5000 nodes (3 zones), 5000 init, 5000 measured floor 460
   SchedulingWithExtendedResource 5000 nodes, 5000 measured (one resource per node) floor 180
+  SchedulingGPUShare (ours)  5000 nodes x 8 GPUs x 16 GiB, 5000 gpu-mem pods  (180: the floor above)
   PreemptionAsync            5000 nodes, 20000 low-priority init pods, a high-priority
                              preemptor every 200 ms, 5000 measured          floor 570
 
@@ -123,6 +124,20 @@ def pod_extended(i: int) -> dict[str, Any]:
     return p
 
 
+def node_gpushare(i: int) -> dict[str, Any]:
+    # 8 simulated GPUs of 16 GiB, as `pyk8s sim --gpus 8 --gpu-memory 16Gi` reports them
+    return node_default(i, {"gpushare": "true"}, {"aliyun.com/gpu-mem": "128", "aliyun.com/gpu-count": "8",
+                                                  "nvidia.com/gpu": "8"})
+
+
+def pod_gpushare(i: int) -> dict[str, Any]:
+    p = pod_default()
+    gib = str((2, 4, 8, 12)[i % 4])  # shares of several sizes, so bin-packing has choices to make
+    p["spec"]["containers"][0]["resources"] = {"requests": {"aliyun.com/gpu-mem": gib},
+                                               "limits": {"aliyun.com/gpu-mem": gib}}
+    return p
+
+
 # -- workloads ----------------------------------------------------------------------------------
 
 
@@ -161,6 +176,11 @@ def workloads() -> list[Workload]:
         Workload("SchedulingWithExtendedResource", 180, 5000, 0, 5000,
                  node_fn=lambda i: node_default(i, {"node-with-extended-resource": "true"}, {f"foo.com/bar-{i}": "1"}),
                  measure_fn=pod_extended, measure_ns="test", upstream="5000pods_5000nodes"),
+        # Ours (no upstream workload): gpu-mem shares bin-packed onto single GPUs by GPUShare, whose
+        # PreBind writes the pod's ALIYUN_COM_GPU_MEM_* annotations before the Binding; printed
+        # against SchedulingWithExtendedResource's floor, the nearest upstream anchor.
+        Workload("SchedulingGPUShare", 180, 5000, 0, 5000, node_fn=node_gpushare, measure_fn=pod_gpushare,
+                 measure_ns="test", upstream="SchedulingWithExtendedResource's, 5000 nodes x 8 GPUs x 16 GiB"),
         Workload("Preemption", 570, 5000, 20000, 5000,
                  init_fn=lambda i: pod_low_priority(), churn_fn=lambda i: pod_high_priority(),
                  priority_classes=[{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",

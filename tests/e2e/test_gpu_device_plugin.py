@@ -70,8 +70,11 @@ def env_of(e: Env, name: str) -> dict[str, str]:
 
 
 def test_registers_and_a_share_reaches_the_container(env: tuple[Env, Plugin]) -> None:
-    e, _ = env
+    e, plugin = env
     e.wait(lambda: allocatable(e) == WANT, 30, "GPU resources in node allocatable")
+    socks = sorted(f for f in os.listdir(plugin.dir) if f.startswith("pyk8s-gpu-"))
+    assert socks == ["pyk8s-gpu-count.sock", "pyk8s-gpu-mem.sock", "pyk8s-gpu-nvidia.sock"]
+    assert all(os.stat(os.path.join(plugin.dir, f)).st_mode & 0o777 == 0o600 for f in socks)  # reaching it is the authn
     script = "env | grep -E '^(NVIDIA|ALIYUN)' | sort; echo DONE; sleep 3600"
     e.create(busybox_pod("share", script, containers=[container(
         "c", script, resources={"limits": {"aliyun.com/gpu-mem": "4"}})]))
@@ -91,6 +94,23 @@ def test_a_whole_gpu_gets_its_uuid(env: tuple[Env, Plugin]) -> None:
     e.wait_running("whole", 60)
     got = env_of(e, "whole")["NVIDIA_VISIBLE_DEVICES"]
     assert got in (f"GPU-fake-{e.node}-0", f"GPU-fake-{e.node}-1")
+
+
+def test_a_pod_bound_by_hand_cannot_overcommit_a_gpu(env: tuple[Env, Plugin]) -> None:
+    """A pod that skips the scheduler (spec.nodeName) with forged annotations naming GPU 0, which holds
+    the 4 GiB share above, asks for all 16 GiB of it: the plugin refuses, the kubelet fails the pod."""
+    e, _ = env
+    forged = {"ALIYUN_COM_GPU_MEM_IDX": "0", "ALIYUN_COM_GPU_MEM_ASSIGNED": "false",
+              "ALIYUN_COM_GPU_MEM_ASSUME_TIME": "1", "ALIYUN_COM_GPU_MEM_POD": "16", "ALIYUN_COM_GPU_MEM_DEV": "16"}
+    p = busybox_pod("forged", "sleep 3600", nodeName=e.node, containers=[container(
+        "c", "sleep 3600", resources={"limits": {"aliyun.com/gpu-mem": "16"}})])
+    p["metadata"]["annotations"] = forged
+    e.create(p)
+    got = e.wait_pod("forged", lambda x: x["status"].get("phase") == "Failed", 30)
+    assert got["status"]["reason"] == "UnexpectedAdmissionError"
+    assert "GPU 0 of node" in got["status"]["message"] and "has 12 GiB free, the pod asks for 16 GiB" in \
+        got["status"]["message"], got["status"]["message"]
+    e.delete_pod("forged")
 
 
 def test_registers_again_after_a_kubelet_restart(env: tuple[Env, Plugin]) -> None:

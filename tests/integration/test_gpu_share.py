@@ -171,3 +171,15 @@ def test_an_absurd_request_stays_pending(gpus: Cluster) -> None:
 
     assert "Insufficient aliyun.com/gpu-mem" in wait_for(reason, 30, "FailedScheduling")
     assert not get(c, "-n", NS, "pod", "huge")["spec"].get("nodeName")
+
+
+def test_a_whole_gpu_pod_gets_its_gpu_recorded(gpus: Cluster) -> None:
+    c = gpus
+    p = json.loads(gpu_pod("whole", "1"))
+    p["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "2"}}
+    c.kubectl("create", "-f", "-", input=json.dumps(p))
+    got = wait_for(lambda: (lambda o: o if "gpu.pyk8s.io/allocated-env" in o["metadata"].get("annotations", {})
+                            else None)(get(c, "-n", NS, "pod", "whole")), 30, "whole-GPU allocation")
+    node = got["spec"]["nodeName"]
+    env = json.loads(got["metadata"]["annotations"]["gpu.pyk8s.io/allocated-env"])
+    assert env == {"cuda": {"NVIDIA_VISIBLE_DEVICES": f"GPU-fake-{node}-0,GPU-fake-{node}-1"}}

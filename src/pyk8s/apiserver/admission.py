@@ -15,7 +15,7 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
-from . import quota_admission, storage_admission
+from . import limitranger, quota_admission, storage_admission
 from .rest import RequestContext, RestStorage
 
 SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -304,10 +304,12 @@ def install(rest: RestStorage, service_cidr: str) -> ServiceAllocator:
     alloc = ServiceAllocator(service_cidr)
     from .default_ingress_class import default_ingress_class
 
-    rest.mutating.extend([service_account, default_toleration_seconds, priority, alloc.admit,
+    # as upstream's plugin order: LimitRanger first, so later plugins and the quota see its defaults
+    rest.mutating.extend([limitranger.admit, service_account, default_toleration_seconds, priority, alloc.admit,
                           default_ingress_class])
     rest.mutating.extend([storage_admission.default_storage_class, storage_admission.storage_object_in_use_protection,
                           storage_admission.warn_recycle])
+    rest.validating.append(limitranger.validate)
     rest.validating.append(storage_admission.pvc_resize)
     rest.validating.append(quota_admission.admit_quota)
     return alloc

@@ -4,10 +4,11 @@ Every name kube-apiserver v1.33 registers is accepted as a name (others: upstrea
 `enable-admission-plugins plugin "X" is unknown`). What each does here:
 - plugins we run as separate steps can be turned off: ServiceAccount, DefaultTolerationSeconds,
   Priority, ResourceQuota, DefaultIngressClass, DefaultStorageClass, StorageObjectInUseProtection,
-  PersistentVolumeClaimResize (on by default, as upstream), NodeRestriction (off by default, as upstream);
+  PersistentVolumeClaimResize, LimitRanger, PodSecurity (on by default, as upstream; the server installs
+  PodSecurity itself, with its configuration), NodeRestriction (off by default, as upstream);
 - plugins on by default upstream that we build into the request path (NamespaceLifecycle, the
   certificate plugins, ...) are always on here: disabling them is refused rather than ignored;
-- plugins on by default upstream that we do not have (PodSecurity, LimitRanger, webhooks, ...)
+- plugins on by default upstream that we do not have (webhooks, ...)
   may be "disabled" (they are off); enabling a plugin that is off by default and that we do
   not have is refused, so no flag is silently ignored.
 """
@@ -41,7 +42,7 @@ DEFAULT_ON = frozenset((
 ))
 TOGGLES = frozenset(("ServiceAccount", "DefaultTolerationSeconds", "Priority", "ResourceQuota", "NodeRestriction",
                      "DefaultIngressClass", "DefaultStorageClass", "StorageObjectInUseProtection",
-                     "PersistentVolumeClaimResize"))
+                     "PersistentVolumeClaimResize", "LimitRanger", "PodSecurity"))
 BUILT_IN = frozenset(("NamespaceLifecycle", "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
                       "RuntimeClass"))
 
@@ -69,7 +70,7 @@ def resolve(enable: list[str], disable: list[str]) -> tuple[set[str], set[str]]:
 
 def apply(rest: Any, enable: set[str], disable: set[str]) -> None:
     """Add or remove the toggled plugins in the server's admission chains."""
-    from . import admission, node_restriction, quota_admission, storage_admission
+    from . import admission, limitranger, node_restriction, quota_admission, storage_admission
     from .default_ingress_class import default_ingress_class
 
     steps: dict[str, tuple[list[Callable[..., Any]], Callable[..., Any]]] = {
@@ -82,16 +83,23 @@ def apply(rest: Any, enable: set[str], disable: set[str]) -> None:
         "DefaultStorageClass": (rest.mutating, storage_admission.default_storage_class),
         "StorageObjectInUseProtection": (rest.mutating, storage_admission.storage_object_in_use_protection),
         "PersistentVolumeClaimResize": (rest.validating, storage_admission.pvc_resize),
+        "LimitRanger": (rest.mutating, limitranger.admit),
+    }
+    # plugins with a validating half besides their mutating one
+    second: dict[str, tuple[list[Callable[..., Any]], Callable[..., Any]]] = {
+        "LimitRanger": (rest.validating, limitranger.validate),
     }
     # plugins that also judge deletes and the eviction and token subresources
     other: dict[str, Callable[..., Any]] = {"NodeRestriction": node_restriction.admit_other}
-    for name in disable:
+    for name in disable & set(steps):
         pairs = [steps[name]] + ([(rest.other_admission, other[name])] if name in other else [])
+        pairs += [second[name]] if name in second else []
         for chain, fn in pairs:
             if fn in chain:
                 chain.remove(fn)
-    for name in enable:
+    for name in enable & set(steps):
         pairs = [steps[name]] + ([(rest.other_admission, other[name])] if name in other else [])
+        pairs += [second[name]] if name in second else []
         for chain, fn in pairs:
             if fn not in chain:
                 chain.append(fn)

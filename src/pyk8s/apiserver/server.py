@@ -75,6 +75,7 @@ class ServerConfig:
     client_ca_file: str | None = None  # --client-ca-file: another CA whose client certificates are accepted
     admission_enable: frozenset[str] = frozenset()
     admission_disable: frozenset[str] = frozenset()
+    admission_control_config_file: str | None = None  # upstream's AdmissionConfiguration (PodSecurity's part)
     disabled_components: frozenset[str] = frozenset()  # --disable: components not run (bootstrap skips their objects)
     bookmark_interval: float = 60.0
     compaction_interval: float = 60.0
@@ -204,6 +205,10 @@ class APIServer:
         self.allocator = admission.install(self.rest, cfg.service_cidr)
         from .admission_plugins import apply as apply_admission_plugins
 
+        if "PodSecurity" not in cfg.admission_disable:
+            from .podsecurity import install as install_pod_security
+
+            install_pod_security(self.rest, cfg.admission_control_config_file)
         apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
         self._setup_security()
         from . import crds, flowcontrol

@@ -57,6 +57,8 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
         argv.append("--enable-admission-plugins=" + ",".join(sorted(cfg.admission_enable)))
     if cfg.admission_disable:
         argv.append("--disable-admission-plugins=" + ",".join(sorted(cfg.admission_disable)))
+    if cfg.admission_control_config_file:
+        argv += ["--admission-control-config-file", cfg.admission_control_config_file]
     return argv
 
 

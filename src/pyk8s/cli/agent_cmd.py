@@ -50,8 +50,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--runc-root", default="", help="runc state directory (default /run/pyk8s/runc)")
     p.add_argument("--client-ca-file", default=None, metavar="FILE",
                    help="CA bundle that signs the API server's client certificate, for requests to this kubelet's port "
-                        "10250 (logs, exec, attach, port-forward; default: the CA of --kubeconfig or "
-                        "--certificate-authority; without any, the port is not served)")
+                        "10250 (logs, exec, attach, port-forward, /stats/summary, /metrics/resource; bearer tokens "
+                        "are checked by TokenReview, every caller by SubjectAccessReview: docs/kubelet-stats.md; "
+                        "default: the CA of --kubeconfig or --certificate-authority; without any, the port is not "
+                        "served)")
     p.add_argument("--tls-cert-file", default=None, metavar="FILE",
                    help="serving certificate for port 10250 (default: a self-signed one in <data-dir>/pki, as "
                         "upstream's kubelet makes)")

@@ -67,6 +67,9 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--disable-admission-plugins", action="append", default=[], metavar="NAMES",
                    help="default admission plugins to turn off (ServiceAccount, DefaultTolerationSeconds, Priority, "
                         "ResourceQuota, ...)")
+    p.add_argument("--admission-control-config-file", default=None, metavar="FILE",
+                   help="upstream's AdmissionConfiguration file: PodSecurity's defaults and exemptions "
+                        "(docs/admission.md)")
     p.add_argument("--encryption-provider-config", default=None, metavar="FILE",
                    help="upstream's EncryptionConfiguration file: which resources are encrypted at rest, with "
                         "aescbc, aesgcm, secretbox or identity (docs/security.md)")
@@ -114,7 +117,8 @@ def _server_parser(sub: Any) -> None:
                         "(the local node's service proxy and the built-in load balancer), servicelb (the load "
                         "balancer only), local-storage (the local-path provisioner and its default StorageClass, and "
                         "local-path-cleaner), local-path-cleaner (the local node's removal of deleted local-path "
-                        "volumes' directories; docs/storage.md) (repeatable)")
+                        "volumes' directories; docs/storage.md), device-plugins (the local kubelet's device-plugin "
+                        "Registration and pod-resources sockets; docs/device-plugins.md) (repeatable)")
     from . import ingress_cmd
 
     ingress_cmd.add_flags(p)
@@ -253,7 +257,11 @@ async def _server(args: Any) -> int:
             load_client_cas(args.client_ca_file)
         admission_on, admission_off = resolve_admission_plugins(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins)
-    except ValueError as e:
+        if args.admission_control_config_file:
+            from ..apiserver.podsecurity.config import load as load_pod_security_config
+
+            load_pod_security_config(args.admission_control_config_file)  # refused here rather than at start
+    except (ValueError, OSError) as e:
         print(f"pyk8s: {e}", file=sys.stderr)
         return 1
 
@@ -274,6 +282,8 @@ async def _server(args: Any) -> int:
         client_ca_file=os.path.abspath(args.client_ca_file) if args.client_ca_file else None,
         admission_enable=frozenset(admission_on),
         admission_disable=frozenset(admission_off),
+        admission_control_config_file=os.path.abspath(args.admission_control_config_file)
+        if args.admission_control_config_file else None,
         disabled_components=frozenset(args.disable),
         service_cidr=args.service_cluster_ip_range,
         cluster_cidr=args.cluster_cidr,

@@ -20,7 +20,9 @@ def add_parser(sub: Any) -> None:
         description="Register N simulated nodes, renew their Leases, post node status and move the pods "
         "bound to them through a kubelet's lifecycle. Pod annotations: sim.pyk8s.io/run-seconds and "
         "sim.pyk8s.io/exit-code make containers exit, sim.pyk8s.io/ready: \"false\" keeps them unready. "
-        "Node annotation sim.pyk8s.io/heartbeat: \"false\" silences a node.",
+        "Node annotation sim.pyk8s.io/heartbeat: \"false\" silences a node. Pod annotations "
+        "sim.pyk8s.io/cpu-usage and sim.pyk8s.io/memory-usage declare the usage the nodes' /stats/summary and "
+        "/metrics/resource report (default: half the pod's requests).",
     )
     p.add_argument("--kubeconfig", default=None,
                    help="kubeconfig of the cluster (default $KUBECONFIG, else ./data/kubeconfig.yaml)")
@@ -50,6 +52,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--gpu-memory", default="16Gi", help="memory of each simulated GPU, whole GiB (default 16Gi)")
     p.add_argument("--no-pods", action="store_true", help="only nodes: leave pods alone")
     p.add_argument("--cleanup", action="store_true", help="delete the nodes and their Leases on exit")
+    p.add_argument("--kubelet-port", type=int, default=0, metavar="PORT",
+                   help="port (on 0.0.0.0) of the nodes' kubelet API: /stats/summary and /metrics/resource with "
+                   "declared usage (pod annotations sim.pyk8s.io/cpu-usage, sim.pyk8s.io/memory-usage), "
+                   "authenticated and authorized as a kubelet's; the nodes get loopback InternalIPs (127.10.x.y) "
+                   "it tells them apart by, and report the port in status.daemonEndpoints. 0 (default): a free "
+                   "port (a real kubelet on this machine holds 10250); -1: none, and 10.10.x.y InternalIPs")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
@@ -98,12 +106,23 @@ async def _main(args: argparse.Namespace) -> int:
         print(f"pyk8s sim: {e}", file=sys.stderr)
         return 2
     client = Client.from_kubeconfig(path, args.context, user_agent="pyk8s-sim", pool_size=args.concurrency + 8)
+    client_ca = None
+    if args.kubelet_port >= 0:
+        from ..client.kubeconfig import load_kubeconfig
+
+        client_ca = load_kubeconfig(path, args.context).ca_pem()
+        if not client_ca:
+            print("pyk8s sim: --kubelet-port needs the cluster CA in the kubeconfig (certificate-authority)",
+                  file=sys.stderr)
+            await client.close()
+            return 2
     sim = Simulator(
         client, args.nodes, name_prefix=args.name_prefix, start_index=args.start_index, cpu=args.cpu,
         memory=args.memory, pods=args.pods, labels=parse_labels(args.labels), taints=taints,
         lease_period=args.lease_period, status_period=args.status_period, concurrency=args.concurrency,
         creating_seconds=args.creating_seconds, delete_delay=delete_delay, crash_backoff=args.crash_backoff,
-        manage_pods=not args.no_pods, delete_nodes_on_stop=args.cleanup, gpus=args.gpus,
+        manage_pods=not args.no_pods, delete_nodes_on_stop=args.cleanup,
+        kubelet_port=args.kubelet_port if args.kubelet_port >= 0 else None, client_ca=client_ca, gpus=args.gpus,
         gpu_memory=args.gpu_memory,
     )
     stop = asyncio.Event()
@@ -116,6 +135,11 @@ async def _main(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         await sim.start()
+    except ValueError as e:
+        print(f"pyk8s sim: {e}", file=sys.stderr)
+        await sim.stop()
+        await client.close()
+        return 2
     except Exception as e:
         print(f"pyk8s sim: cannot reach the API server at {client.server}: {e}", file=sys.stderr)
         await sim.stop()
@@ -123,6 +147,8 @@ async def _main(args: argparse.Namespace) -> int:
         return 1
     print(f"pyk8s sim: {args.nodes} nodes {args.name_prefix}{args.start_index}..."
           f"{args.name_prefix}{args.start_index + args.nodes - 1} against {client.server}", flush=True)
+    if sim.kubelet_server is not None:
+        print(f"pyk8s sim: kubelet API (stats) on port {sim.kubelet_server.port}", flush=True)
     tty = sys.stdout.isatty()
     last_line, last_print, all_ready_reported = "", 0.0, False
     while not stop.is_set():

@@ -30,6 +30,7 @@ from typing import Any
 
 import grpc
 
+from ..api.quantity import parse_quantity
 from ..api.validation.resources import is_extended_resource
 from ..datadir import ensure_private_dir
 from . import checkpoint
@@ -71,8 +72,8 @@ def container_device_requests(c: dict[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, q in want.items():
         if is_extended_resource(name):
-            with contextlib.suppress(ValueError, TypeError):
-                out[name] = int(str(q))
+            with contextlib.suppress(ValueError, TypeError):  # validation let only integers through
+                out[name] = parse_quantity(q).to_int()
     return out
 
 
@@ -282,7 +283,7 @@ class DeviceManager:
                                       f"{json.dumps(resource)} from {len(have[0])} to {n}")
             return have[0]  # already allocated (a kubelet restart re-admits running pods)
         r = self.resources.get(resource)
-        if r is None or (r.endpoint is None and not r.healthy):
+        if r is None:  # a resource known from the checkpoint counts as registered, with no devices yet
             raise AllocationError(f"can't allocate unregistered device {resource}")
         taken = sorted(reusable & r.healthy)[:n]
         needed = n - len(taken)

@@ -33,7 +33,16 @@ from ..deviceplugin.api import deviceplugin_v1beta1_pb2_grpc as pbg
 from . import driver
 from .allocate import candidate_pod, mem_device_gpu, mem_device_ids, share_env, whole_gpu_env
 from .discovery import GPU
-from .share import ANN_ASSIGNED, RESOURCE_COUNT, RESOURCE_GPU, RESOURCE_MEM, assigned_index
+from .share import (
+    ANN_ASSIGNED,
+    GIB,
+    RESOURCE_COUNT,
+    RESOURCE_GPU,
+    RESOURCE_MEM,
+    assigned_index,
+    is_active,
+    pod_gpu_mem,
+)
 
 __all__ = ["ResourcePlugin", "GPUPlugin", "KUBELET_SOCKET"]
 
@@ -187,6 +196,15 @@ class GPUPlugin:
             gpu = next((g for g in self.gpus if g.index == idx), None)
             if gpu is None:
                 raise AllocationRefused(f"pod asks for GPU {idx}, node {self.node_name} has {len(self.gpus)}")
+            # Ours: a pod bound without the scheduler (spec.nodeName) may carry annotations naming any GPU;
+            # the share must still fit beside the others there, or the GPU would be over-committed.
+            uid = pod["metadata"].get("uid")
+            used = sum(pod_gpu_mem(p) for p in pods if (p.get("metadata") or {}).get("uid") != uid and is_active(p)
+                       and not (p.get("metadata") or {}).get("deletionTimestamp") and assigned_index(p) == idx)
+            total = gpu.memory_bytes // GIB
+            if used + want > total:
+                raise AllocationRefused(f"GPU {idx} of node {self.node_name} has {max(total - used, 0)} GiB free, "
+                                        f"the pod asks for {want} GiB")
             md = pod["metadata"]
             await self.client.patch(PODS, md["name"], {"metadata": {"uid": md["uid"],
                                                                      "annotations": {ANN_ASSIGNED: "true"}}},

@@ -69,8 +69,10 @@ def node_gpus(node: Mapping[str, Any]) -> tuple[int, int]:
     cap = (node.get("status") or {}).get("capacity") or {}
     count = _int(cap.get(RESOURCE_COUNT))
     mem = _int(cap.get(RESOURCE_MEM))
-    if count <= 0 or mem <= 0:
+    if mem <= 0:
         return 0, 0
+    if count <= 0:
+        count = 1  # gpu-mem without gpu-count: one GPU holds it all (the scheduler plugin agrees)
     return count, mem // count
 
 

@@ -27,7 +27,7 @@ from ..api.quantity import parse_quantity
 from ..client import Client, EventRecorder, Informer
 from ..datadir import create_private_file, ensure_private_dir
 from .backoff import Backoff
-from .devices import start_device_manager
+from .devices import extended_resources_fit, start_device_manager
 from .dns import read_host_resolv
 from .dra import start_dra_manager
 from .eviction import DEFAULT_HARD, EvictionManager, parse_thresholds
@@ -89,6 +89,7 @@ class KubeletConfig:
     flannel_backend: str = "none"  # routes to other nodes' pods (pyk8s.flannel): auto, host-gw, vxlan or none
     flannel_kubeconfig: str = ""  # flannel's own identity (it lists every Node); "": the kubelet's
     root_dir: str = ""  # upstream's --root-dir (pods/, device-plugins/, pod-resources/); "": <data-dir>/kubelet
+    device_plugins: bool = True  # the device manager and pod-resources sockets (`pyk8s server --disable device-plugins`)
 
 
 def _expr_ok(e: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -240,7 +241,8 @@ class Kubelet:
         self.pleg = PLEG(self.runtime, self.pod_workers.wake)
         await self.pleg.relist()  # know what already runs before pods arrive, to adopt it
         # before pods are admitted: the checkpoint holds the devices of those already running
-        self.devices, self.pod_resources = await start_device_manager(self)
+        if self.config.device_plugins:
+            self.devices, self.pod_resources = await start_device_manager(self)
         self.node_manager.extended_resources = self.devices.capacity if self.devices is not None else None
         self.dra = await start_dra_manager(self.root, self.client)
         self.service_informer = Informer(self.client, SERVICES)
@@ -272,8 +274,19 @@ class Kubelet:
         async def lookup(namespace: str, name: str) -> Any:
             return self.pod_lookup(namespace, name)
 
+        from .auth import KubeletAuth
+        from .stats import SummaryProvider, provider_routes
+
+        def api_pod(namespace: str, name: str) -> dict[str, Any] | None:
+            found = self.pod_lookup(namespace, name)
+            return found[0] if found else None
+
         srv = KubeletServer(self.runtime, lookup, server_tls_context(c.serving_cert_file, c.serving_key_file,
-                                                                     c.client_ca_file), port=c.port)
+                                                                     c.client_ca_file), port=c.port,
+                            auth=KubeletAuth(self.client), node_name=self.node_name)
+        self.stats = SummaryProvider(self.node_name, self.runtime, self.root, get_pod=api_pod,
+                                     images_dir=os.path.join(self.data_dir, "images"))
+        provider_routes(srv.app, self.stats)
         try:
             await srv.start()
         except OSError as e:  # another kubelet on this machine holds the port: pods still run
@@ -281,9 +294,13 @@ class Kubelet:
                         c.port, e)
             return
         self.server: Any = srv  # None again after stop()
+        self.stats.start()
 
     async def stop(self) -> None:
         """Stop the kubelet; containers keep running and a new kubelet adopts them."""
+        stats = getattr(self, "stats", None)
+        if stats is not None:
+            await stats.stop()
         srv = getattr(self, "server", None)
         if srv is not None:
             with contextlib.suppress(Exception):
@@ -423,7 +440,8 @@ class Kubelet:
     async def admit(self, pod: dict[str, Any], uid: str) -> tuple[str, str] | None:
         """upstream canAdmitPod: eviction (node pressure), node affinity, resources, host ports."""
         if pod["metadata"].get("annotations", {}).get("kubernetes.io/config.source", "api") != "api":
-            return None  # static pods are critical
+            # static pods are critical: only their devices are allocated
+            return await self.devices.admit(pod) if self.devices is not None else None
         r = self.eviction.admit(pod)
         if r is not None:
             return r
@@ -459,9 +477,27 @@ class Kubelet:
                     key = (p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", p["hostPort"])
                     if any(k[1:] == key[1:] and (k[0] == key[0] or "0.0.0.0" in (k[0], key[0])) for k in ports):
                         return "NodePorts", "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+        r = await self._extended_resources_fit(pod, others)
+        if r is not None:
+            return r
         if self.devices is not None:  # last, so a pod rejected above holds no devices
             return await self.devices.admit(pod)
         return None
+
+    async def _extended_resources_fit(self, pod: dict[str, Any], others: list[dict[str, Any]]) -> tuple[str, str] | None:
+        """Extended resources no device plugin manages, against the node's allocatable; on a shortage judged again
+        on the node as the API server has it now (a hand-patched resource may be newer than our copy)."""
+        managed = self.devices.resources if self.devices is not None else ()
+        r = extended_resources_fit(pod, others, (self.node_manager.node.get("status") or {}).get("allocatable") or {},
+                                   managed)
+        if r is None:
+            return None
+        try:
+            fresh = await self.client.get(NODES, self.node_name)
+        except Exception as e:  # the API unreachable: judge on what we have
+            log.info("re-reading node %s for admission: %s", self.node_name, e)
+            return r
+        return extended_resources_fit(pod, others, (fresh.get("status") or {}).get("allocatable") or {}, managed)
 
     async def _node_affinity_admits(self, pod: dict[str, Any]) -> bool:
         """Our copy of the node can be older than the labels the scheduler placed the pod by: on a mismatch,
@@ -811,7 +847,8 @@ async def start_local_agent(server: Any, args: Any, component_client: Callable[.
                                            cluster_dns=_server_cluster_dns(args),
                                            cluster_domain=getattr(args, "cluster_domain", None) or "cluster.local",
                                            cluster_cidr=server.config.cluster_cidr,
-                                           flannel_backend=getattr(args, "flannel_backend", None) or "none"))
+                                           flannel_backend=getattr(args, "flannel_backend", None) or "none",
+                                           device_plugins="device-plugins" not in (getattr(args, "disable", None) or ())))
         kl.owns_client = True
         return kl
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
-from ..deviceplugin.manager import DeviceManager, RunOptions
+from ..api.quantity import parse_quantity
+from ..deviceplugin.manager import DeviceManager, RunOptions, container_device_requests
 from ..deviceplugin.podresources import PodResourcesServer
 from .runtime.interface import ContainerConfig, Device, Mount
 
@@ -66,3 +68,41 @@ def apply_run_options(cfg: ContainerConfig, opts: RunOptions) -> None:
         cfg.mounts = [Mount(container_path=c, host_path=h, readonly=ro) for c, h, ro in opts.mounts] + cfg.mounts
     cfg.devices = [*cfg.devices, *(Device(container_path=c, host_path=h, permissions=p) for c, h, p in opts.devices)]
     cfg.annotations.update(opts.annotations)
+
+
+def extended_requests(pod: dict[str, Any]) -> dict[str, int]:
+    """A pod's extended-resource requests as upstream sums them: app containers and sidecars, or the largest
+    init container (plus the sidecars started before it) when that is more."""
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    side: dict[str, int] = {}
+    for c in spec.get("containers") or []:
+        for k, v in container_device_requests(c).items():
+            total[k] = total.get(k, 0) + v
+    for ic in spec.get("initContainers") or []:
+        for k, v in container_device_requests(ic).items():
+            if ic.get("restartPolicy") == "Always":
+                side[k] = side.get(k, 0) + v
+                total[k] = total.get(k, 0) + v
+            else:
+                total[k] = max(total.get(k, 0), v + side.get(k, 0))
+    return {k: v for k, v in total.items() if v}
+
+
+def extended_resources_fit(pod: dict[str, Any], others: list[dict[str, Any]], allocatable: dict[str, Any],
+                           managed: Container[str]) -> tuple[str, str] | None:
+    """upstream's admission fit for extended resources no device plugin manages (e.g. patched into node status
+    by hand): what the pod asks must fit next to the admitted pods, else OutOf<name> in upstream's words."""
+    want = {k: v for k, v in extended_requests(pod).items() if k not in managed}
+    if not want:
+        return None
+    for name, n in sorted(want.items()):
+        try:
+            cap = parse_quantity(str(allocatable.get(name, "0"))).to_int()
+        except ValueError:
+            cap = 0
+        used = sum(extended_requests(o).get(name, 0) for o in others)
+        if used + n > cap:
+            return f"OutOf{name}", (f"Node didn't have enough resource: {name}, requested: {n}, used: {used}, "
+                                    f"capacity: {cap}")
+    return None

@@ -15,6 +15,9 @@ current container IDs by name and its previous (last terminated) container IDs b
 or None. With a TLS context that verifies client certificates, every request but
 /healthz must present one the context trusts, and `authorize` (default: the cert's
 groups include system:masters, as the API server's kubelet-client cert does) must accept it.
+Given `auth` (`pyk8s.kubelet.auth.KubeletAuth`, what the agent passes), certificates or bearer
+tokens and a SubjectAccessReview on nodes/<subresource> decide instead, as upstream's webhook
+modes; the agent adds the stats routes (`pyk8s.kubelet.stats`) to `app`.
 """
 
 from __future__ import annotations
@@ -103,8 +106,11 @@ class KubeletServer:
     def __init__(self, runtime: ContainerRuntime, pod_lookup: PodLookup, tls_context: ssl.SSLContext | None,
                  port: int = 10250, *, host: str = "0.0.0.0",
                  authorize: Callable[[dict[str, Any]], bool] | None = default_authorize,
-                 stream_creation_timeout: float = 30.0) -> None:
+                 stream_creation_timeout: float = 30.0, auth: Any = None, node_name: str = "") -> None:
         self.runtime = runtime
+        # a pyk8s.kubelet.auth.KubeletAuth (tokens and certs, SubjectAccessReviews) replaces `authorize`
+        self.auth = auth
+        self.node_name = node_name
         self.pod_lookup = pod_lookup
         self.tls_context = tls_context
         self.host = host
@@ -157,7 +163,13 @@ class KubeletServer:
     async def _auth_middleware(self, request: web.Request,
                                handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         ctx = self.tls_context
-        if ctx is not None and ctx.verify_mode != ssl.CERT_NONE and request.path != "/healthz":
+        if self.auth is not None and ctx is not None and request.path != "/healthz":
+            sslobj = request.transport.get_extra_info("ssl_object") if request.transport else None
+            refused = await self.auth.check(request, sslobj.getpeercert() if sslobj is not None else None,
+                                            self.node_name)
+            if refused is not None:
+                return refused
+        elif ctx is not None and ctx.verify_mode != ssl.CERT_NONE and request.path != "/healthz":
             sslobj = request.transport.get_extra_info("ssl_object") if request.transport else None
             cert = sslobj.getpeercert() if sslobj is not None else None
             if not cert:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .extender import ExtenderConfig, parse_extenders
 from .framework import Handle, Profile, implements
 
 __all__ = [
@@ -101,6 +102,7 @@ class SchedulerConfig:
     percentage_of_nodes_to_score: int = 0
     pod_initial_backoff_seconds: float = 1.0
     pod_max_backoff_seconds: float = 10.0
+    extenders: list[ExtenderConfig] = field(default_factory=list)
 
 
 def _merge_plugin_set(default_enabled: Sequence[Mapping[str, Any]], default_disabled: Sequence[str],
@@ -164,6 +166,12 @@ def parse_config(cfg: Mapping[str, Any] | None = None) -> SchedulerConfig:
     names = [p.scheduler_name for p in profiles]
     if len(set(names)) != len(names):
         raise ValueError("profiles: duplicate schedulerName")
+    extenders = parse_extenders(cfg.get("extenders"))
+    ignored = [name for e in extenders for name, ign in e.managed.items() if ign]
+    if ignored:  # as upstream: an extender's ignoredByScheduler resources are not NodeResourcesFit's to check
+        for pc in profiles:
+            fit = pc.plugin_args.setdefault("NodeResourcesFit", {})
+            fit["ignoredResources"] = [*(fit.get("ignoredResources") or ()), *ignored]
     pct = int(cfg.get("percentageOfNodesToScore") or 0)
     if not 0 <= pct <= 100:
         raise ValueError("percentageOfNodesToScore: must be in the range [0, 100]")
@@ -172,6 +180,7 @@ def parse_config(cfg: Mapping[str, Any] | None = None) -> SchedulerConfig:
         percentage_of_nodes_to_score=pct,
         pod_initial_backoff_seconds=float(cfg.get("podInitialBackoffSeconds") or 1),
         pod_max_backoff_seconds=float(cfg.get("podMaxBackoffSeconds") or 10),
+        extenders=extenders,
     )
 
 

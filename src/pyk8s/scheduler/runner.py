@@ -33,6 +33,8 @@ from ..api.timefmt import now_rfc3339
 from ..client import Client, EventRecorder, InformerFactory, LeaderElector, resource_path
 from .cache import Cache
 from .dra_binder import DRAView, bind_pod_claims
+from .extender import ExtenderError
+from .extender_cycle import interested_extenders, schedule_with_extenders
 from .framework import Handle
 from .gpu_share_binder import annotate_gpu_share
 from .podinfo import DEFAULT_NAMESPACE_LABEL, PodInfo
@@ -163,6 +165,8 @@ class SchedulerRunner:
         if release and was_leading and self.leader_elect:
             await self._release_lease()
         await self.recorder.flush()
+        for ext in self.scheduler.extenders:
+            await ext.close()
         await self.informers.stop()
         await self.client.close()
 
@@ -301,7 +305,8 @@ class SchedulerRunner:
                 slots.release()
                 raise
             try:
-                d = self.scheduler.schedule(qpi)
+                exts = interested_extenders(self.scheduler, qpi) if self.scheduler.extenders else None
+                d = await schedule_with_extenders(self.scheduler, qpi, exts) if exts else self.scheduler.schedule(qpi)
             except Exception:  # a broken plugin must not stop the loop: retry the pod after backoff
                 log.exception("scheduling %s/%s", qpi.pod_info.namespace, qpi.pod_info.name)
                 slots.release()
@@ -349,6 +354,11 @@ class SchedulerRunner:
             err = f'running PreBind plugin "GPUShare": {gerr}'
         elif "DynamicResources" in d.profile.plugins and (cerr := await bind_pod_claims(self.client, d.state, p.pod, self.dra)):
             err = cerr
+        elif (binder := next((e for e in self.scheduler.extenders if e.is_binder() and e.is_interested(p)), None)):
+            try:
+                await binder.bind(p, d.node)
+            except ExtenderError as e:
+                err = f"extender {binder.name} bind: {e}"
         else:
             try:
                 await self.client.request("POST", resource_path(PODS, p.namespace, p.name, "binding"), d.binding)

@@ -17,6 +17,7 @@ from typing import Any
 
 from .config import build_profiles, parse_config
 from .events import EVENT_ASSIGNED_POD_DELETE
+from .extender import HTTPExtender
 from .framework import Code, CycleState, Handle, Profile, ScheduleResult, Status
 from .messages import truncate_message
 from .plugins.default_binder import binding_for
@@ -55,6 +56,7 @@ class Scheduler:
         self.profiles = dict(profiles) if profiles is not None else build_profiles(cfg, self.handle)
         self.queue = SchedulingQueue(self.profiles, clock, cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds)
         self.handle.nominator = self.queue
+        self.extenders = [HTTPExtender(e) for e in cfg.extenders]  # called by the runner (extender_cycle.py)
 
     # -- informer handlers ------------------------------------------------------------------
 
@@ -114,7 +116,11 @@ class Scheduler:
             self.queue.done(p.key)
             return None
         state = CycleState()
-        result = prof.schedule_one(p, self.cache, state)
+        return self.decide(qpi, prof, state, prof.schedule_one(p, self.cache, state))
+
+    def decide(self, qpi: QueuedPodInfo, prof: Profile, state: CycleState, result: ScheduleResult) -> Decision:
+        """The rest of the scheduling cycle once a node is picked (or none): assume, Reserve, Permit."""
+        p = qpi.pod_info
         d = Decision(p, qpi, prof, state, result=result)
         if result.suggested_host is None:
             return self._failed(d, result)

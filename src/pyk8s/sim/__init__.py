@@ -243,10 +243,19 @@ class Simulator:
         max_crash_backoff: float = 300.0,
         manage_pods: bool = True,
         delete_nodes_on_stop: bool = False,
+        kubelet_port: int | None = None,
+        client_ca: bytes | None = None,
         gpus: int = 0,
         gpu_memory: str = "16Gi",
     ) -> None:
         self.client = client
+        # the nodes' kubelet port (/stats/summary, /metrics/resource; pyk8s.sim.kubelet_server): None serves none,
+        # 0 a free port; the nodes then get loopback InternalIPs the server tells them apart by
+        self.kubelet_port = kubelet_port
+        self.client_ca = client_ca
+        self.kubelet_server: Any = None
+        self.node_by_ip: dict[str, str] = {}
+        self.started_at = time.time()
         self.template = NodeTemplate(
             cpu=str(cpu), memory=str(memory), pods=str(pods),
             labels=parse_labels(labels) if isinstance(labels, str) else dict(labels or {}),
@@ -284,6 +293,18 @@ class Simulator:
 
     # ---- public API ---------------------------------------------------------------------------
     async def start(self, wait_synced: float = 60.0) -> None:
+        if self.kubelet_port is not None:
+            from .kubelet_server import SimKubeletServer
+
+            if not self.client_ca:
+                raise ValueError("a simulated kubelet port needs the cluster CA (client_ca) to verify client certs")
+            self.kubelet_server = SimKubeletServer(self, self.client, self.client_ca, self.kubelet_port)
+            try:
+                await self.kubelet_server.start()
+            except OSError as e:
+                self.kubelet_server = None
+                raise ValueError(f"kubelet port {self.kubelet_port}: {e.strerror or e}") from e
+            self.template.kubelet_port = self.kubelet_server.port
         self._started = True
         self.wheel.start()
         self.writer.start()
@@ -308,6 +329,8 @@ class Simulator:
             if inf is not None:
                 await inf.stop()
         await self.wheel.stop()
+        if self.kubelet_server is not None:
+            await self.kubelet_server.stop()
         if self.delete_nodes_on_stop:
             for name in list(self.nodes):
                 self.writer.submit(("delete-node", name), self._deleter(name), high=True)
@@ -354,8 +377,9 @@ class Simulator:
     def _add(self, name: str, index: int) -> SimNode:
         node = self.nodes.get(name)
         if node is None:
-            node = new_sim_node(name, index)
+            node = new_sim_node(name, index, loopback=self.kubelet_port is not None)
             self.nodes[name] = node
+            self.node_by_ip[node.internal_ip] = name
             self._all_registered.clear()
         return node
 
@@ -505,6 +529,8 @@ class Simulator:
         # A kubelet whose Node is deleted keeps failing its status updates; we stop simulating it.
         log.info("simulated node %s was deleted; no longer simulating it", name)
         del self.nodes[name]
+        if self.node_by_ip.get(node.internal_ip) == name:
+            del self.node_by_ip[node.internal_ip]
         self._registered -= 1
         self.wheel.cancel(("lease", name))
         self.wheel.cancel(("status", name))
@@ -537,6 +563,8 @@ class Simulator:
             self.pods_by_node[node_name].add(uid)
         else:
             sp.pod = pod
+            if self.kubelet_server is not None and sp.stage == "running":
+                self.kubelet_server.pod_changed(uid, node_name, pod, sp.started_at)
         self._sync_pod(sp)
 
     def _on_pod_deleted(self, pod: dict[str, Any]) -> None:
@@ -548,6 +576,8 @@ class Simulator:
             return
         self.wheel.cancel(("pod", uid))
         self.pods_by_node.get(sp.node, set()).discard(uid)
+        if self.kubelet_server is not None:
+            self.kubelet_server.pod_gone(uid, sp.node)
         node = self.nodes.get(sp.node)
         if node is not None and sp.stage != "exited":
             node.release_ip(sp.pod_ip)
@@ -594,10 +624,15 @@ class Simulator:
     def _allocate_gpu_share(self, sp: SimPod) -> None:
         """What the GPU plugin's Allocate does for a gpu-mem pod, once per pod (see sim/gpus.py)."""
         assert self.gpus is not None
-        patch = self.gpus.allocation_patch(sp.pod, sp.node)
+        others = [o.pod for uid in self.pods_by_node.get(sp.node, ()) if uid != sp.uid and (o := self.pods.get(uid))]
+        patch = self.gpus.allocation_patch(sp.pod, sp.node, others)
         if patch is None or sp.gpu_allocated:
             return
         sp.gpu_allocated = True
+        # seen at once by the node's next allocation, before the informer brings the write back
+        md = sp.pod.get("metadata") or {}
+        sp.pod = {**sp.pod, "metadata": {**md, "annotations": {**(md.get("annotations") or {}),
+                                                              **patch["metadata"]["annotations"]}}}
 
         async def write() -> None:
             try:

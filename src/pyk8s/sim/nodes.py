@@ -37,6 +37,8 @@ _CONDITIONS = (
 )
 
 _NODE_IP_BASE = int(ipaddress.IPv4Address("10.10.0.0"))   # InternalIPs: 10.10.0.1, 10.10.0.2, ...
+# with a stats server: loopback InternalIPs (127.10.0.1, ...), all local, so scrapers of a node's address reach it
+_LOOPBACK_IP_BASE = int(ipaddress.IPv4Address("127.10.0.0"))
 _FAKE_CIDR_BASE = int(ipaddress.IPv4Address("10.64.0.0"))  # pod /24s when the API gave no podCIDR
 _FAKE_CIDRS = (1 << 22) // 256                              # 10.64.0.0/10 holds 16,384 /24s
 
@@ -90,6 +92,7 @@ class NodeTemplate:
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
+    kubelet_port: int = 10250  # status.daemonEndpoints.kubeletEndpoint.Port
     extended: dict[str, str] = field(default_factory=dict)  # extended resources (simulated GPUs)
 
 
@@ -160,8 +163,8 @@ class SimNode:
         self.ips_in_use.discard(int(addr) - int(self.cidr().network_address))
 
 
-def new_sim_node(name: str, index: int) -> SimNode:
-    ip = str(ipaddress.IPv4Address(_NODE_IP_BASE + 1 + index % 65000))
+def new_sim_node(name: str, index: int, loopback: bool = False) -> SimNode:
+    ip = str(ipaddress.IPv4Address((_LOOPBACK_IP_BASE if loopback else _NODE_IP_BASE) + 1 + index % 65000))
     return SimNode(name=name, index=index, internal_ip=ip, boot_id=_uuid(f"boot/{name}/{index}"))
 
 
@@ -204,7 +207,7 @@ def node_status(tpl: NodeTemplate, node: SimNode, now: str,
         "allocatable": dict(capacity),
         "conditions": node_conditions(now, since),
         "addresses": [{"type": "InternalIP", "address": node.internal_ip}, {"type": "Hostname", "address": node.name}],
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": tpl.kubelet_port}},
         "nodeInfo": {
             "machineID": machine_id,
             "systemUUID": _uuid(f"system/{node.name}"),

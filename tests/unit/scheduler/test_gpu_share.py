@@ -57,6 +57,13 @@ def test_filter_needs_one_gpu_with_room_not_just_node_total() -> None:
     assert run_filter(prof, gpu_pod("small", 6))[0]["n1"] is None
 
 
+def test_gpu_mem_without_gpu_count_is_one_gpu() -> None:
+    h = cluster([node("old", extra={"aliyun.com/gpu-mem": "16"})], [gpu_pod("a", 8, "old", 0)])
+    prof = one_plugin(GPUShare, h)
+    assert run_filter(prof, gpu_pod("fits", 8))[0]["old"] is None
+    assert run_filter(prof, gpu_pod("not", 9))[0]["old"] is not None
+
+
 def test_pods_without_gpu_mem_are_skipped() -> None:
     prof = one_plugin(GPUShare, cluster([node("plain")]))
     out, st, _ = run_filter(prof, pod("cpu-only"))
@@ -151,3 +158,21 @@ def test_malformed_requests_count_as_none(bad: str) -> None:
     p = gpu_pod("x", 1)
     p["spec"]["containers"][0]["resources"] = {"limits": {"aliyun.com/gpu-mem": bad}}
     assert pod_gpu_mem(p) == 0
+
+
+def test_preemption_frees_a_share_on_the_gpu() -> None:
+    """12 GiB free on the node but 6 on each GPU: a high-priority 8 GiB share preempts one low-priority share,
+    not both (the other is reprieved once one GPU has room)."""
+    s = Scheduler()
+    s.on_node_add(gpu_node("n1"))
+    for name in ("low-a", "low-b"):
+        low = gpu_pod(name, 10)
+        low["spec"]["priority"] = 0
+        assert _schedule(s, low)[0] == "n1"
+    high = gpu_pod("high", 8)
+    high["spec"]["priority"] = 1000
+    s.on_pod_add(high)
+    d = s.schedule_next()
+    assert d is not None and d.node is None
+    assert d.message.startswith("0/1 nodes are available: 1 node(s) had no single GPU with 8 GiB of free memory.")
+    assert d.nominated_node == "n1" and len(d.victims) == 1 and d.victims[0].name in ("low-a", "low-b")

@@ -318,8 +318,7 @@ def _pod_spec_errors(spec: V, path: str, pod_name: str, resource_is_pod: bool) -
     grace = spec.get("terminationGracePeriodSeconds")
     if grace is None:
         errs.append(required(child(path, "terminationGracePeriodSeconds")))
-    sc = _d(spec.get("securityContext"))
-    host_users = sc.get("hostUsers") is not False
+    host_users = spec.get("hostUsers") is not False  # a PodSpec field (not the security context's)
     restart = spec.get("restartPolicy") or ""
     vols, verrs = validate_volumes(spec.get("volumes"), pod_name, child(path, "volumes"), resource_is_pod)
     errs += verrs

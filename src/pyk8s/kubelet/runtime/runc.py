@@ -673,6 +673,16 @@ class RuncRuntime(ContainerRuntime):
         cpu, mem, ws, pids = cgroups.read_stats(doc["cgroup_parent"], self.cgroup_root)
         return ResourceStats(time.time(), cpu, mem, ws, pids)
 
+    def container_cgroup(self, container_id: str) -> str:
+        """The container's cgroup path (relative to the hierarchy roots), for the kubelet's stats."""
+        return str(self._load_meta(container_id)["cgroup_path"])
+
+    def sandbox_cgroup(self, sandbox_id: str) -> str:
+        return str(self._load_sandbox(sandbox_id)["cgroup_parent"])
+
+    def container_writable_layer(self, container_id: str) -> str:
+        return self._c_path(container_id, "upper")
+
     async def reopen_container_log(self, container_id: str) -> None:
         """After the kubelet rotated the log file away, make the shim write to a fresh one (CRI ReopenContainerLog)."""
         pid = _int_file(self._c_path(container_id, "shim.pid"))

@@ -13,6 +13,12 @@ pods it never saw from their annotation: a user editing ``ALIYUN_COM_GPU_MEM_IDX
 cannot move its share in our books (the choice made at Reserve overwrites whatever the pod
 carried when it was created). Nodes without gpu-mem pods are judged by numpy expressions;
 only nodes holding shares are summed per GPU in Python.
+
+bench/scheduler.py SchedulingGPUShare (5,000 nodes x 8 GPUs x 16 GiB, 5,000 pods of 2-12 GiB,
+through the API on a shared 2-core machine): 118 pods/s against 149 for
+SchedulingWithExtendedResource in the same run (upstream's floor 180); the difference is mostly
+the annotation PATCH each pod costs the API server (1.98 vs 1.37 ms of server CPU per pod),
+the scheduler's own cost rising from 0.99 to 1.17 ms per pod.
 """
 
 from __future__ import annotations
@@ -77,11 +83,12 @@ class GPUShare(Plugin):
     def _columns(self, table: NodeTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(GPU count, GiB per GPU, GiB in use on the node) for ``rows``."""
         cm, cc = table.res_index.get(RESOURCE_MEM), table.res_index.get(RESOURCE_COUNT)
-        if cm is None or cc is None:
+        if cm is None:
             z = np.zeros(rows.size, dtype=np.int64)
             return z, z, z
         mem = table.take(table.alloc.vector(cm), rows)
-        count = table.take(table.alloc.vector(cc), rows)
+        count = table.take(table.alloc.vector(cc), rows) if cc is not None else np.zeros(rows.size, dtype=np.int64)
+        count = np.where((count <= 0) & (mem > 0), 1, count)  # gpu-mem without gpu-count: one GPU holds it all
         per_gpu = np.where(count > 0, mem // np.maximum(count, 1), 0)
         return count, per_gpu, table.take(table.req.vector(cm), rows)
 
