@@ -409,3 +409,35 @@ def test_simulated_gpu_nodes_publish_slices_and_shares_exclude_whole_gpus(cluste
         assert w2["device"] == whole_gpu
         core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
     assert cluster.kubectl("get", "resourceslice", f"{node}-{DRIVER}", check=False).returncode != 0
+
+
+def test_v1beta2_served_and_converted(cluster, api, ns):
+    """v1beta2 keeps a request's fields under `exactly` and a device's without `basic`; objects
+    written in one version read back in the other, and a v1beta2 claim is allocated as any."""
+    claim = {"apiVersion": f"{GROUP}/v1beta2", "kind": "ResourceClaim", "metadata": {"name": "b2"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": "any-gpu", "selectors": [{"cel": {"expression": 'device.driver != ""'}}]}}]}}}
+    made = _custom(api).create_namespaced_custom_object(GROUP, "v1beta2", ns, "resourceclaims", claim)
+    assert made["spec"]["devices"]["requests"][0] == {"name": "gpu", "exactly": {
+        "deviceClassName": "any-gpu", "selectors": [{"cel": {"expression": 'device.driver != ""'}}],
+        "allocationMode": "ExactCount", "count": 1}}
+    v1 = _custom(api).get_namespaced_custom_object(GROUP, VERSION, ns, "resourceclaims", "b2")
+    assert v1["apiVersion"] == f"{GROUP}/v1beta1"
+    assert v1["spec"]["devices"]["requests"][0]["deviceClassName"] == "any-gpu"
+    s = _custom(api).get_cluster_custom_object(GROUP, "v1beta2", "resourceslices", f"{NODES[0]}-{DRIVER}")
+    assert s["spec"]["devices"][0]["name"] == "gpu-0" and "basic" not in s["spec"]["devices"][0]
+    assert s["spec"]["devices"][0]["capacity"]["memory"]["value"] == "16Gi"
+    out = cluster.kubectl("get", "resourceslices.v1beta2.resource.k8s.io", "-o", "name").stdout.split()
+    assert f"resourceslice.resource.k8s.io/{NODES[0]}-{DRIVER}" in out
+    k8s.CoreV1Api(api).create_namespaced_pod(ns, _pod("b2", [{"name": "gpu", "resourceClaimName": "b2"}]))
+
+    def allocated() -> list[Any]:
+        c = _custom(api).get_namespaced_custom_object(GROUP, "v1beta2", ns, "resourceclaims", "b2")
+        return ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+
+    [r] = wait_for(allocated, what="v1beta2 claim allocated")
+    assert r["driver"] == DRIVER
+    bad = dict(claim, metadata={"name": "b2bad"})
+    bad["spec"] = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "any-gpu", "count": -1}}]}}
+    body = _invalid(lambda: _custom(api).create_namespaced_custom_object(GROUP, "v1beta2", ns, "resourceclaims", bad))
+    assert "must be greater than zero" in body["message"]

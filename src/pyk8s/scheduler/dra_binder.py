@@ -36,6 +36,8 @@ class DRAView:
         self.slices_inf = informers.informer(RESOURCESLICES)
         self.classes_inf = informers.informer(DEVICECLASSES)
         self._by_uid: dict[str, str] = {}
+        # one binding cycle at a time writes a claim: pods sharing it do not conflict with each other
+        self.write_locks: dict[str, asyncio.Lock] = {}
         self.claims_inf.add_handlers(self._index, lambda o, n: self._index(n), self._unindex)
 
     def _index(self, claim: Mapping[str, Any]) -> None:
@@ -43,7 +45,9 @@ class DRAView:
         self._by_uid[md.get("uid", "")] = f"{md.get('namespace')}/{md.get('name')}"
 
     def _unindex(self, claim: Mapping[str, Any]) -> None:
-        self._by_uid.pop((claim.get("metadata") or {}).get("uid", ""), None)
+        uid = (claim.get("metadata") or {}).get("uid", "")
+        self._by_uid.pop(uid, None)
+        self.write_locks.pop(uid, None)
 
     def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.claims_inf.get(f"{namespace}/{name}")
@@ -87,13 +91,29 @@ async def bind_pod_claims(client: Client, state: Any, pod: Mapping[str, Any], vi
     ref = {"resource": "pods", "name": md.get("name", ""), "uid": md.get("uid", "")}
     try:
         for claim in pc.claims:
-            err = await _bind_claim(client, claim, pc.allocations.get((claim.get("metadata") or {}).get("uid", "")),
-                                    ref, view, timeout)
+            cuid = (claim.get("metadata") or {}).get("uid", "")
+            if pc.allocations.get(cuid) is None and view is not None:
+                # shared with a pod whose binding cycle writes the allocation: wait for it before
+                # taking the claim's lock, which that cycle needs
+                await _wait_allocated(view, claim, timeout)
+            lock = view.write_locks.setdefault(cuid, asyncio.Lock()) if view is not None else asyncio.Lock()
+            async with lock:
+                err = await _bind_claim(client, claim, pc.allocations.get(cuid), ref, view, timeout)
             if err:
                 return f'running PreBind plugin "DynamicResources": {err}'
     except StatusError as e:
         return f'running PreBind plugin "DynamicResources": {e.message}'
     return None
+
+
+async def _wait_allocated(view: DRAView, claim: Mapping[str, Any], timeout: float) -> None:
+    md = claim.get("metadata") or {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen = view.claim(md.get("namespace", ""), md.get("name", ""))
+        if seen is None or (seen.get("status") or {}).get("allocation") is not None:
+            return
+        await asyncio.sleep(POLL)
 
 
 async def _bind_claim(client: Client, claim: Mapping[str, Any], alloc: dict[str, Any] | None, ref: dict[str, str],
