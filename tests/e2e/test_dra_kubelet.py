@@ -118,12 +118,15 @@ class Driver(reg_grpc.RegistrationServicer, dra_grpc.DRAPluginServicer):
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     requirements()
-    e = Env(str(tmp_path_factory.mktemp("dra-kubelet")))
+    # a short base: the kubelet's plugins_registry sockets must fit AF_UNIX's 107 bytes
+    base = tempfile.mkdtemp(prefix="drak-", dir="/tmp")
+    e = Env(base)
     try:
         e.start()
         yield e
     finally:
         e.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

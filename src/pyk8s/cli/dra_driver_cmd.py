@@ -54,7 +54,11 @@ async def _gpu(args: argparse.Namespace) -> int:
     driver = GPUDriver(client, node, gpus, args.kubelet_root_dir, args.cdi_dir, share)
     try:
         await driver.publish()
-        await driver.start()
+        try:
+            await driver.start()
+        except OSError as e:
+            print(f"pyk8s dra-driver gpu: {e}", file=sys.stderr)
+            return 1
         print(f"pyk8s dra-driver gpu: node {node}, {len(gpus)} GPU(s); registration at {driver.registry_socket}",
               flush=True)
         stop = asyncio.Event()

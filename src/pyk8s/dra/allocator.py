@@ -47,6 +47,7 @@ class Candidate:
     via: str  # "node", "selector" or "all"
     selector: Obj | None = None
     consumes: dict[CounterKey, int] = field(default_factory=dict)  # milli-units
+    version: str = ""  # its slice's resourceVersion: selector results are cached per version
     _activation: dict[str, Any] | None = None
 
     def activation(self) -> dict[str, Any]:
@@ -117,7 +118,8 @@ def node_slices(slices: Iterable[Obj], node_name: str, node_labels: Mapping[str,
             consumes = {(key[0], key[1], c.get("counterSet", ""), cname): _milli(v)
                         for c in basic.get("consumesCounters") or () for cname, v in (c.get("counters") or {}).items()}
             out.append(Candidate((key[0], key[1], d.get("name", "")), basic, via,
-                                 spec.get("nodeSelector") if via == "selector" else None, consumes))
+                                 spec.get("nodeSelector") if via == "selector" else None, consumes,
+                                 (s.get("metadata") or {}).get("resourceVersion", "")))
     return out
 
 
@@ -149,7 +151,7 @@ class Allocator:
                              ("request " + str(req.get("name")), _selectors_of(req))):
             for i, expr in enumerate(exprs):
                 try:
-                    if not device_matches(compile_selector(expr), dev.activation()):
+                    if not _cached_match(expr, dev):
                         return False
                 except CELError as e:
                     md = claim.get("metadata") or {}
@@ -260,6 +262,25 @@ class Allocator:
         if selector is not None:
             out["nodeSelector"] = selector
         return out
+
+
+# (expression, device, slice resourceVersion) -> result: a device's attributes only change with
+# its slice, and cel-python costs tens of microseconds per evaluation
+_MATCHES: dict[tuple[str, DeviceID, str], bool] = {}
+_MATCHES_MAX = 200_000
+
+
+def _cached_match(expr: str, dev: Candidate) -> bool:
+    if not dev.version:
+        return device_matches(compile_selector(expr), dev.activation())
+    key = (expr, dev.id, dev.version)
+    hit = _MATCHES.get(key)
+    if hit is None:
+        hit = device_matches(compile_selector(expr), dev.activation())  # errors are not cached
+        if len(_MATCHES) >= _MATCHES_MAX:
+            _MATCHES.clear()
+        _MATCHES[key] = hit
+    return hit
 
 
 def _attribute(dev: Candidate, qualified: str) -> Any:

@@ -81,6 +81,8 @@ class GPUDriver(reg_grpc.RegistrationServicer, dra_grpc.DRAPluginServicer):
 
     async def start(self) -> None:
         for path in (self.registry_socket, self.endpoint):
+            if len(path.encode()) > 107:
+                raise OSError(f"socket path {path} is longer than AF_UNIX allows (107 bytes)")
             os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
             if os.path.exists(path):
                 os.unlink(path)

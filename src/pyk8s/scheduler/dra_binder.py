@@ -39,6 +39,21 @@ class DRAView:
         # one binding cycle at a time writes a claim: pods sharing it do not conflict with each other
         self.write_locks: dict[str, asyncio.Lock] = {}
         self.claims_inf.add_handlers(self._index, lambda o, n: self._index(n), self._unindex)
+        # slices by nodeName ("" for allNodes/nodeSelector ones), rebuilt after a slice changes
+        self._by_node: dict[str, list[Mapping[str, Any]]] | None = None
+        self.slices_inf.add_handlers(self._slices_changed, lambda o, n: self._slices_changed(n), self._slices_changed)
+
+    def _slices_changed(self, _: Any) -> None:
+        self._by_node = None
+
+    def slices_for(self, node: str) -> list[Mapping[str, Any]]:
+        """The slices that can reach `node`: its own and those not tied to one node."""
+        if self._by_node is None:
+            by: dict[str, list[Mapping[str, Any]]] = {}
+            for s in self.slices_inf.store.values():
+                by.setdefault((s.get("spec") or {}).get("nodeName") or "", []).append(s)
+            self._by_node = by
+        return self._by_node.get(node, []) + self._by_node.get("", [])
 
     def _index(self, claim: Mapping[str, Any]) -> None:
         md = claim.get("metadata") or {}

