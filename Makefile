@@ -33,7 +33,7 @@ lint: venv
 	@$(BIN)/mypy src/pyk8s
 
 # the gRPC modules of src/pyk8s/deviceplugin/api (committed, so installing needs no compiler)
-PROTOS := $(wildcard src/pyk8s/deviceplugin/api/*.proto)
+PROTOS := $(wildcard src/pyk8s/deviceplugin/api/*.proto src/pyk8s/dra/api/*.proto)
 protos: venv
 	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --grpc_python_out=src --pyi_out=src $(PROTOS)
 

@@ -19,6 +19,9 @@ authentication.k8s.io/v1 authorization.k8s.io/v1 autoscaling/v1 autoscaling/v2 b
 coordination.k8s.io/v1 discovery.k8s.io/v1 events.k8s.io/v1 flowcontrol.apiserver.k8s.io/v1 networking.k8s.io/v1
 node.k8s.io/v1 policy/v1 rbac.authorization.k8s.io/v1 scheduling.k8s.io/v1 storage.k8s.io/v1 v1""".split()
 DEPRECATED_API_VERSIONS = ["apps/v1beta1", "apps/v1beta2", "extensions/v1beta1"]
+# beta in v1.33 and off by default there; served here as a cluster with --runtime-config=resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true
+# (and the DynamicResourceAllocation gate) serves it (docs/dra.md)
+BETA_API_VERSIONS = ["resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2"]
 
 DEPLOYMENT = """apiVersion: apps/v1
 kind: Deployment
@@ -59,7 +62,7 @@ def _k(k_by_version, version) -> Kubectl:
 def test_discovery_api_versions_and_resources(k_by_version, version):
     k = _k(k_by_version, version)
     got = k.out("api-versions").split()
-    assert got == sorted(UPSTREAM_API_VERSIONS + DEPRECATED_API_VERSIONS)
+    assert got == sorted(UPSTREAM_API_VERSIONS + DEPRECATED_API_VERSIONS + BETA_API_VERSIONS)
     rows = {tuple(r) for r in table(k.out("api-resources"))}
     assert ("NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND") in rows
     for row in [("pods", "po", "v1", "true", "Pod"), ("bindings", "v1", "true", "Binding"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -622,47 +621,24 @@ def test_replication_controller(cluster, kubelet):
 def test_deployment_runs_on_simulated_nodes(cluster):
     """Deployment -> ReplicaSet -> Pods bound by the scheduler, Running and Ready on simulated kubelets."""
     try:
-        from pyk8s.sim import Simulator
+        from pyk8s.sim import Simulator  # noqa: F401
     except ImportError:
         pytest.skip("needs pyk8s.sim.Simulator")
     try:
         import pyk8s.scheduler.runner  # noqa: F401  (the scheduler `pyk8s server` runs in-process)
     except ImportError:
         pytest.skip("needs the in-process scheduler (pyk8s.scheduler.runner)")
-    import asyncio
-
-    from pyk8s.client import Client
+    from tests.integration.sim_nodes import simulated_nodes
 
     ns = new_ns(cluster, "deploy-sim")
-    stop = threading.Event()
-    registered = threading.Event()
-    errors: list[BaseException] = []
+    # tainted, so the other tests' pods (played by the test itself) never land here
+    with simulated_nodes(cluster.kubeconfig, 3, name_prefix="deploy-sim-", delete_nodes_on_stop=True,
+                         taints="pyk8s.io/deploy-sim=true:NoSchedule"):
+        _deploy_on_simulated_nodes(cluster, ns)
 
-    def run() -> None:
-        async def main() -> None:
-            c = Client.from_kubeconfig(cluster.kubeconfig)
-            # tainted, so the other tests' pods (played by the test itself) never land here
-            sim = Simulator(c, 3, name_prefix="deploy-sim-", taints="pyk8s.io/deploy-sim=true:NoSchedule",
-                            delete_nodes_on_stop=True)
-            await sim.start()
-            try:
-                await sim.wait_nodes_registered(30)
-                registered.set()
-                while not stop.is_set():
-                    await asyncio.sleep(0.1)
-            finally:
-                await sim.stop()
-                await c.close()
-        try:
-            asyncio.run(main())
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-            registered.set()
 
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
+def _deploy_on_simulated_nodes(cluster, ns: str) -> None:
     try:
-        assert registered.wait(60) and not errors, errors
         d = json.loads(deployment("web", 6))
         d["spec"]["template"]["spec"]["tolerations"] = [{"key": "pyk8s.io/deploy-sim", "operator": "Exists",
                                                          "effect": "NoSchedule"}]
@@ -685,5 +661,3 @@ def test_deployment_runs_on_simulated_nodes(cluster):
         wait_for(lambda: len(items(cluster, ns, "pods", "app=web")) == 6, what="old pods gone from their nodes")
     finally:
         cluster.kubectl("delete", "ns", ns, "--wait=false", check=False)
-        stop.set()
-        t.join(30)

@@ -715,10 +715,16 @@ for (_g, _v), (_kinds, _, _) in _OLD_WORKLOAD_VERSIONS.items():
     for _k in _kinds:
         CONVERTERS[(("apps", _k), f"{_g}/{_v}", "apps/v1")] = _old_to_apps_v1
         CONVERTERS[(("apps", _k), "apps/v1", f"{_g}/{_v}")] = _apps_v1_to_old
+# resource.k8s.io v1beta2 <-> v1beta1 (conversion_resource.py)
+from .conversion_resource import HUB as _RESOURCE_HUB  # noqa: E402
+from .conversion_resource import RESOURCE_CONVERTERS as _RESOURCE_CONVERTERS  # noqa: E402
+
+CONVERTERS.update(_RESOURCE_CONVERTERS)
 
 # (apiVersion, kind) -> (hub group-kind, hub apiVersion)
 _HUBS: dict[tuple[str, str], tuple[GroupKind, str]] = {}
-_HUB_VERSION = {("autoscaling", "HorizontalPodAutoscaler"): "autoscaling/v2", ("", "Event"): "v1"}
+_HUB_VERSION = {("autoscaling", "HorizontalPodAutoscaler"): "autoscaling/v2", ("", "Event"): "v1",
+                **{gk: _RESOURCE_HUB for (gk, _, _) in _RESOURCE_CONVERTERS}}
 for (_gk, _from, _to) in CONVERTERS:
     _hub = _HUB_VERSION.get(_gk, "apps/v1")
     _HUBS[(_from, _gk[1])] = (_gk, _hub)

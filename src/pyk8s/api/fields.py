@@ -293,6 +293,11 @@ FIELD_LABEL_SUPPORT: dict[GroupKind, FieldLabelSupport] = {
     ),
     # pkg/apis/certificates/v1/conversion.go
     ("certificates.k8s.io", "CertificateSigningRequest"): _support(["metadata.name", "spec.signerName"]),
+    # pkg/apis/resource/v1beta1/conversion.go
+    ("resource.k8s.io", "ResourceSlice"): _support(
+        ["metadata.name", "spec.nodeName", "spec.driver"],
+        lambda label: f"field label not supported for resource.k8s.io/v1beta1, Kind=ResourceSlice: {label}",
+    ),
 }
 
 
@@ -427,6 +432,14 @@ def _csr_fields(csr: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _resource_slice_fields(s: dict[str, Any]) -> dict[str, str]:
+    out = _meta(s, False)
+    spec = s.get("spec") or {}
+    out["spec.nodeName"] = spec.get("nodeName", "")
+    out["spec.driver"] = spec.get("driver", "")
+    return out
+
+
 def _event_fields(ev: dict[str, Any]) -> dict[str, str]:
     # Both wire forms share one storage: core/v1 (involvedObject, source) and
     # events.k8s.io/v1 (regarding, deprecatedSource); selection uses the core labels.
@@ -465,6 +478,7 @@ FIELD_LABELS: dict[GroupKind, Callable[[dict[str, Any]], dict[str, str]]] = {
     ("events.k8s.io", "Event"): _event_fields,
     ("batch", "Job"): _job_fields,
     ("certificates.k8s.io", "CertificateSigningRequest"): _csr_fields,
+    ("resource.k8s.io", "ResourceSlice"): _resource_slice_fields,
 }
 
 

@@ -260,6 +260,20 @@ def _builtin() -> list[Resource]:
         _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
         _r("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
         _r("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+        # resource (Dynamic Resource Allocation, beta in v1.33: docs/dra.md)
+        _r("resource.k8s.io", "v1beta1", "deviceclasses", "DeviceClass", False),
+        _r("resource.k8s.io", "v1beta1", "resourceclaims", "ResourceClaim", subresources=dict(S)),
+        _r("resource.k8s.io", "v1beta1", "resourceclaimtemplates", "ResourceClaimTemplate"),
+        _r("resource.k8s.io", "v1beta1", "resourceslices", "ResourceSlice", False),
+        # v1beta2 too, stored as v1beta1 (api/conversion_resource.py), as v1.33 serves both
+        _r("resource.k8s.io", "v1beta2", "deviceclasses", "DeviceClass", False, storage_version="v1beta1",
+           preferred=False),
+        _r("resource.k8s.io", "v1beta2", "resourceclaims", "ResourceClaim", subresources=dict(S),
+           storage_version="v1beta1", preferred=False),
+        _r("resource.k8s.io", "v1beta2", "resourceclaimtemplates", "ResourceClaimTemplate", storage_version="v1beta1",
+           preferred=False),
+        _r("resource.k8s.io", "v1beta2", "resourceslices", "ResourceSlice", False, storage_version="v1beta1",
+           preferred=False),
         # scheduling
         _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=["pc"]),
         # storage

@@ -725,6 +725,8 @@ def _cluster_roles() -> list[dict[str, Any]]:
                 _rule(write_no_read, [policy], ["poddisruptionbudgets"]),
                 _rule(write_no_read, [net], ["networkpolicies", "ingresses"]),
                 _rule(READ_WRITE, [coord], ["leases"]),
+                _rule(READ + ("create", "delete", "deletecollection", "patch", "update"), ["resource.k8s.io"],
+                      ["resourceclaims", "resourceclaimtemplates"]),
             ],
             labels={AGG_EDIT: "true"},
         ),
@@ -804,6 +806,7 @@ def _cluster_roles() -> list[dict[str, Any]]:
                 ),
                 _rule(READ, [policy], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
                 _rule(READ, [net], ["ingresses", "ingresses/status", "networkpolicies"]),
+                _rule(READ, ["resource.k8s.io"], ["resourceclaims", "resourceclaims/status", "resourceclaimtemplates"]),
             ],
             labels={AGG_VIEW: "true"},
         ),
@@ -987,6 +990,9 @@ def _cluster_roles() -> list[dict[str, Any]]:
                 _rule(READ, [core], ["namespaces"]),
                 _rule(READ, [storage], ["csidrivers"]),
                 _rule(READ, [storage], ["csistoragecapacities"]),
+                # DynamicResources (v1.33's DynamicResourceAllocation rules)
+                _rule(READ, ["resource.k8s.io"], ["deviceclasses", "resourceslices"]),
+                _rule(READ + ("update",), ["resource.k8s.io"], ["resourceclaims", "resourceclaims/status"]),
             ],
         ),
     ]

@@ -193,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import device_plugin_cmd
 
     device_plugin_cmd.add_parser(sub)
+    from . import dra_driver_cmd
+
+    dra_driver_cmd.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -231,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         return gpu_cmd.run(args)
     if args.command == "device-plugin":
         return device_plugin_cmd.run(args)
+    if args.command == "dra-driver":
+        return dra_driver_cmd.run(args)
     return 2
 
 

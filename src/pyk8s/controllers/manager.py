@@ -47,6 +47,7 @@ KNOWN: dict[str, str] = {
     "pv-protection": "pyk8s.controllers.volume_protection:PVProtectionController",
     "nodeipam": "pyk8s.controllers.nodeipam:NodeIPAMController",
     "horizontalpodautoscaling": "pyk8s.controllers.podautoscaler.horizontal:HorizontalController",
+    "resource-claim-controller": "pyk8s.controllers.resourceclaim:ResourceClaimController",
 }
 # Not kube-controller-manager's: what `pyk8s server` adds to it, as k3s runs its local-path provisioner
 # beside it (`pyk8s server --disable local-storage` leaves it out).
@@ -85,6 +86,7 @@ CANONICAL: dict[str, str] = {
     "pv-protection": "persistentvolume-protection-controller",
     "nodeipam": "node-ipam-controller",
     "horizontalpodautoscaling": "horizontal-pod-autoscaler-controller",
+    "resource-claim-controller": "resourceclaim-controller",
 }
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
 

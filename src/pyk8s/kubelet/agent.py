@@ -29,6 +29,7 @@ from ..datadir import create_private_file, ensure_private_dir
 from .backoff import Backoff
 from .devices import extended_resources_fit, start_device_manager
 from .dns import read_host_resolv
+from .dra import start_dra_manager
 from .eviction import DEFAULT_HARD, EvictionManager, parse_thresholds
 from .images.reference import ReferenceError, parse_reference
 from .images.registries import load_registries
@@ -194,6 +195,7 @@ class Kubelet:
         self.started_at = 0.0
         self.owns_client = False  # close the client on stop (the in-process kubelet's own certificate client)
         self.devices: Any = None  # the device manager (kubelet/devices.py), once started
+        self.dra: Any = None  # the DRA manager (kubelet/dra.py), once started
         self.pod_resources: Any = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -246,6 +248,7 @@ class Kubelet:
         if self.config.device_plugins:
             self.devices, self.pod_resources = await start_device_manager(self)
         self.node_manager.extended_resources = self.devices.capacity if self.devices is not None else None
+        self.dra = await start_dra_manager(self.root, self.client)
         self.service_informer = Informer(self.client, SERVICES)
         self.service_informer.start()
         self.pod_informer = Informer(self.client, PODS, field_selector=f"spec.nodeName={self.node_name}")
@@ -315,7 +318,7 @@ class Kubelet:
                 await t
         self._tasks = []
         for part in (self.static, self.pleg, self.node_manager, getattr(self, "flannel", None), self.pod_resources,
-                     self.devices):
+                     self.devices, self.dra):
             if part is not None:
                 with contextlib.suppress(Exception):
                     await part.stop()
@@ -436,6 +439,8 @@ class Kubelet:
         self.pleg.forget(uid)
         if self.devices is not None:
             self.devices.forget(uid)
+        if self.dra is not None:
+            self.dra.forget(uid)
 
     async def admit(self, pod: dict[str, Any], uid: str) -> tuple[str, str] | None:
         """upstream canAdmitPod: eviction (node pressure), node affinity, resources, host ports."""

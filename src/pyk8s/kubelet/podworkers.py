@@ -583,6 +583,8 @@ class PodWorker:
             cfg.pid_target = self._pid_target(c)
             if kl.devices is not None:  # what Allocate gave it, after PreStartContainer (upstream's GetResources)
                 apply_run_options(cfg, await kl.devices.run_options(self.uid, name))
+            if kl.dra is not None:  # the CDI devices its claims' drivers prepared (kubelet/dra.py)
+                apply_run_options(cfg, await kl.dra.run_options(self.pod, c))
         except (EnvError, VolumeError) as e:
             self._event("Warning", "Failed", f"Error: {e}", fp)
             self.view.reasons[name] = ("CreateContainerConfigError", str(e))

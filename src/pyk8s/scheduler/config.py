@@ -48,7 +48,8 @@ EXTENSION_POINTS: dict[str, str] = {
     "postBind": "post_bind",
 }
 
-# v1.33 getDefaultPlugins (DynamicResources is off by default in 1.33), plus GPUShare.
+# v1.33 getDefaultPlugins, with DynamicResources before DefaultPreemption as its applyFeatureGates puts it
+# (resource.k8s.io is served here, so the DynamicResourceAllocation gate counts as on), plus GPUShare.
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
@@ -64,6 +65,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 0),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),

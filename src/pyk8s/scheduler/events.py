@@ -150,6 +150,8 @@ def pod_update_actions(old: Mapping[str, Any], new: Mapping[str, Any]) -> Action
         o, n = _requests(old), _requests(new)
         if any(n.get(k, 0) < v for k, v in o.items()):
             a |= ActionType.UPDATE_POD_SCALE_DOWN
+    if (old.get("status") or {}).get("resourceClaimStatuses") != (new.get("status") or {}).get("resourceClaimStatuses"):
+        a |= ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
     if not a and old != new:
         # Upstream falls back to updatePodOther for other changes.
         a = ActionType.UPDATE_POD_OTHER

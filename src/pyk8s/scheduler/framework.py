@@ -209,6 +209,7 @@ class Handle:
     pv: Callable[[str], Mapping[str, Any] | None] | None = None
     pvs: Callable[[], Iterable[Mapping[str, Any]]] | None = None
     storage_class: Callable[[str], Mapping[str, Any] | None] | None = None
+    dra: Any = None  # DynamicResources' claim/slice/class lookups (dra_binder.DRAView)
     nominator: Nominator | None = None
     binder: Callable[[Mapping[str, Any]], Status | None] | None = None
     rng: random.Random = field(default_factory=random.Random)

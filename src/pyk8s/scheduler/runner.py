@@ -32,6 +32,7 @@ from ..api.errors import StatusError
 from ..api.timefmt import now_rfc3339
 from ..client import Client, EventRecorder, InformerFactory, LeaderElector, resource_path
 from .cache import Cache
+from .dra_binder import DRAView, bind_pod_claims
 from .extender import ExtenderError
 from .extender_cycle import interested_extenders, schedule_with_extenders
 from .framework import Handle
@@ -120,7 +121,8 @@ class SchedulerRunner:
         self.pdbs = self.informers.informer(PDBS)
         self.replicasets = self.informers.informer(REPLICASETS)
         self.statefulsets = self.informers.informer(STATEFULSETS)
-        handle = Handle(cache=Cache(), namespace_labels=self._namespace_labels, pdbs=self._pdbs,
+        self.dra = DRAView(self.informers)
+        handle = Handle(dra=self.dra, cache=Cache(), namespace_labels=self._namespace_labels, pdbs=self._pdbs,
                         workload_selectors=self._workload_selectors, pvc=self._pvc, pv=self.pvs.get,
                         pvs=lambda: list(self.pvs.store.values()), storage_class=self.storage_classes.get)
         self.scheduler = Scheduler(config, handle=handle)
@@ -201,6 +203,7 @@ class SchedulerRunner:
         self.pods.add_handlers(self._pod_add, self._pod_update, self._pod_delete)
         bump = self._bump_services
         wire_storage_events(s.queue, self.pvcs, self.pvs, self.storage_classes)
+        self.dra.wire_events(s.queue)
         for inf in (self.services, self.rcs, self.replicasets, self.statefulsets):
             inf.add_handlers(lambda o: bump(), lambda o, n: bump(), lambda o: bump())
 
@@ -364,6 +367,8 @@ class SchedulerRunner:
         elif (gerr := await annotate_gpu_share(self.client, d.state, p.namespace, p.name,
                                                (p.pod.get("metadata") or {}).get("uid", ""))) is not None:
             err = f'running PreBind plugin "GPUShare": {gerr}'
+        elif "DynamicResources" in d.profile.plugins and (cerr := await bind_pod_claims(self.client, d.state, p.pod, self.dra)):
+            err = cerr
         elif (binder := next((e for e in self.scheduler.extenders if e.is_binder() and e.is_interested(p)), None)):
             try:
                 await binder.bind(p, d.node)

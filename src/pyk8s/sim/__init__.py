@@ -403,6 +403,9 @@ class Simulator:
             node.registered = True
             node.last_status = now
             self._registered += 1
+            if self.gpus is not None:  # the GPU DRA driver's slice (docs/dra.md)
+                gpus = self.gpus
+                self.writer.submit(("slice", node.name), lambda: gpus.publish_slice(self.client, node.name), high=True)
             if self._registered >= len(self.nodes):
                 self._all_registered.set()
         if not node.lease_created:
@@ -538,6 +541,8 @@ class Simulator:
         async def run() -> None:
             await self.client.delete_ignore_missing(NODES, name)
             await self.client.delete_ignore_missing(LEASES, name, namespace=LEASE_NAMESPACE)
+            if self.gpus is not None:
+                await self.gpus.delete_slice(self.client, name)
         return run
 
     def _retry_later(self, key: Hashable, job: Job, prio: int, delay: float) -> None:

@@ -33,7 +33,10 @@ from ..gpu.share import (
     pod_gpu_mem,
 )
 
-__all__ = ["SimGPUs"]
+__all__ = ["SimGPUs", "RESOURCESLICES", "DEVICECLASSES"]
+
+RESOURCESLICES = ("resource.k8s.io", "v1beta1", "resourceslices")
+DEVICECLASSES = ("resource.k8s.io", "v1beta1", "deviceclasses")
 
 
 class SimGPUs:
@@ -74,6 +77,24 @@ class SimGPUs:
                for c in (pod.get("spec") or {}).get("containers") or () if container_gpu_mem(c) > 0}
         return {"metadata": {"annotations": {ANN_ASSIGNED: "true",
                                              ENV_ANNOTATION: json.dumps(env, sort_keys=True, separators=(",", ":"))}}}
+
+    async def publish_slice(self, client: Any, node: str) -> None:
+        """What our GPU DRA driver publishes for the node (dra/gpu_slices.py), and its DeviceClasses."""
+        from ..api.errors import StatusError
+        from ..dra.gpu_slices import device_classes, slice_for_node
+
+        for obj in (*device_classes(), slice_for_node(node, self.gpus(node))):
+            gvr = RESOURCESLICES if obj["kind"] == "ResourceSlice" else DEVICECLASSES
+            try:
+                await client.create(gvr, obj)
+            except StatusError as e:
+                if e.code != 409:
+                    raise
+
+    async def delete_slice(self, client: Any, node: str) -> None:
+        from ..dra.gpu_slices import slice_name
+
+        await client.delete_ignore_missing(RESOURCESLICES, slice_name(node))
 
     def _whole_gpu_patch(self, pod: Mapping[str, Any], node: str,
                          others: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -35,15 +35,15 @@ def _points(prof):
 def test_default_profile_matches_v133_defaults():
     """v1.33's defaults, plus our GPUShare (gpushare's extender built in; it skips pods without gpu-mem)."""
     pts = _points(default_profile())
-    assert pts["preEnqueue"] == ["SchedulingGates"]
+    assert pts["preEnqueue"] == ["SchedulingGates", "DynamicResources"]
     assert pts["queueSort"] == ["PrioritySort"]
     assert pts["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding",
-                                "VolumeZone", "PodTopologySpread", "InterPodAffinity", "GPUShare"]
+                                "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", "GPUShare"]
     assert pts["filter"] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
                              "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-                             "InterPodAffinity", "GPUShare"]
+                             "InterPodAffinity", "DynamicResources", "GPUShare"]
     assert pts["postFilter"] == ["DefaultPreemption"]
-    assert pts["reserve"] == ["VolumeBinding", "GPUShare"]
+    assert pts["reserve"] == ["VolumeBinding", "DynamicResources", "GPUShare"]
     assert pts["score"] == [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
                             ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1),
                             ("ImageLocality", 1), ("GPUShare", 5)]

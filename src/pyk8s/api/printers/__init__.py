@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import new_bad_request
-from . import apps, auth, autoscaling, batch, cluster, core, networking, storage
+from . import apps, auth, autoscaling, batch, cluster, core, networking, resource, storage
 from .base import Column, TablePrinter
 from .crd import DEFAULT, crd_printer
 from .jsonpath import JSONPath, JSONPathError
@@ -34,7 +34,7 @@ __all__ = [
 GroupKind = tuple[str, str]
 
 PRINTERS: dict[GroupKind, TablePrinter] = {}
-for _mod in (core, apps, batch, networking, storage, auth, autoscaling, cluster):
+for _mod in (core, apps, batch, networking, storage, auth, autoscaling, cluster, resource):
     PRINTERS.update(_mod.PRINTERS)
 
 INCLUDE_OBJECT_VALUES = ("None", "Metadata", "Object")

@@ -771,6 +771,26 @@ def validate_pod_status_update(new: V, old: V) -> list[FieldError]:
     hips = _l(st.get("hostIPs"))
     if hips and st.get("hostIP") != _d(hips[0]).get("ip"):
         errs.append(invalid("status.hostIPs[0].ip", _d(hips[0]).get("ip") or "", "must be equal to `hostIP`"))
+    errs += _resource_claim_statuses(st.get("resourceClaimStatuses"), _d(new.get("spec")).get("resourceClaims"))
+    return errs
+
+
+def _resource_claim_statuses(statuses: Any, claims: Any) -> list[FieldError]:
+    """validatePodResourceClaimStatuses: each names an entry of spec.resourceClaims, once."""
+    errs: list[FieldError] = []
+    names = {_d(c).get("name") for c in _l(claims)}
+    seen: set[str] = set()
+    for i, s in enumerate(_l(statuses)):
+        p = index("status.resourceClaimStatuses", i)
+        name = _s(_d(s).get("name"))
+        if name not in names:
+            errs.append(invalid(child(p, "name"), name, "must match the name of an entry in `spec.resourceClaims`"))
+        if name in seen:
+            errs.append(duplicate(child(p, "name"), name))
+        seen.add(name)
+        rcn = _d(s).get("resourceClaimName")
+        if rcn is not None:
+            errs += [invalid(child(p, "name"), rcn, m) for m in name_is_dns_subdomain(_s(rcn), False)]
     return errs
 
 

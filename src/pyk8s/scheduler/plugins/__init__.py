@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..framework import Plugin
 from .default_binder import DefaultBinder
 from .default_preemption import DefaultPreemption
+from .dynamic_resources import DynamicResources
 from .gpu_share import GPUShare
 from .image_locality import ImageLocality
 from .inter_pod_affinity import InterPodAffinity
@@ -38,6 +39,7 @@ REGISTRY: dict[str, type[Plugin]] = {
         VolumeZone,
         PodTopologySpread,
         InterPodAffinity,
+        DynamicResources,
         DefaultPreemption,
         NodeResourcesBalancedAllocation,
         ImageLocality,
@@ -47,8 +49,7 @@ REGISTRY: dict[str, type[Plugin]] = {
 }
 
 # Upstream default plugins this package does not implement yet. They only act on pods with
-# volumes of particular kinds (or DRA claims), so configurations naming them are accepted
-# and the names are dropped.
-NOT_IMPLEMENTED = frozenset({"NodeVolumeLimits", "DynamicResources"})
+# volumes of particular kinds, so configurations naming them are accepted and the names are dropped.
+NOT_IMPLEMENTED = frozenset({"NodeVolumeLimits"})
 
 __all__ = ["REGISTRY", "NOT_IMPLEMENTED"] + [c.__name__ for c in REGISTRY.values()]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import apps, batch, others
+from . import apps, batch, others, resource
 from .apps import prepare_daemon_set_for_update
 from .batch import prepare_job_for_create
 
@@ -20,7 +20,7 @@ __all__ = ["register", "prepare_job_for_create", "prepare_daemon_set_for_update"
            "GROUP_STATUS_ON_CREATE"]
 
 GROUP_DEFAULTERS: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
-    **apps.DEFAULTERS, **batch.DEFAULTERS, **others.DEFAULTERS,
+    **apps.DEFAULTERS, **batch.DEFAULTERS, **others.DEFAULTERS, **resource.DEFAULTERS,
 }
 GROUP_STATUS_ON_CREATE: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
     **apps.STATUS_ON_CREATE, **batch.STATUS_ON_CREATE, **others.STATUS_ON_CREATE,

@@ -26,6 +26,7 @@ from . import (
     networking,
     policy_autoscaling,
     rbac,
+    resource,
     scheduling,
     status,
     storage,
@@ -34,7 +35,7 @@ from . import (
 __all__ = ["register", "GROUP_VALIDATORS", "GROUP_UPDATE_VALIDATORS", "GROUP_STATUS_UPDATE_VALIDATORS"]
 
 _MODULES = (apps, batch, rbac, networking, storage, policy_autoscaling, scheduling, discovery, events, certificates,
-            admissionregistration, flowcontrol, apiextensions, apiregistration)
+            admissionregistration, flowcontrol, apiextensions, apiregistration, resource)
 
 GROUP_VALIDATORS: dict[tuple[str, str], Callable[[dict[str, Any]], list[Any]]] = {}
 GROUP_UPDATE_VALIDATORS: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any]], list[Any]]] = {}
@@ -43,7 +44,7 @@ for _m in _MODULES:
     GROUP_UPDATE_VALIDATORS.update(_m.UPDATE_VALIDATORS)
 # writes to the status subresource: ObjectMeta and status rules only (Validate<Kind>StatusUpdate)
 GROUP_STATUS_UPDATE_VALIDATORS: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any]], list[Any]]] = \
-    dict(status.STATUS_UPDATE_VALIDATORS)
+    {**status.STATUS_UPDATE_VALIDATORS, **resource.STATUS_UPDATE_VALIDATORS}
 
 
 def register() -> None:
