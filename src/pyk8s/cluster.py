@@ -86,14 +86,18 @@ def _component_process(server: Any, command: str, conf: str, cn: str, orgs: list
                         identity=[command, "--kubeconfig", path])
 
 
-def scheduler_process(server: Any, verbosity: int = 0) -> Any:
-    # no secure port: several servers share a machine in tests and dev clusters (docs/metrics.md)
+def _secure_port(port: int) -> tuple[str, ...]:
+    # on loopback, as k3s binds its embedded scheduler and controller manager: scraped on the node itself
+    return ("--secure-port", str(port), "--bind-address", "127.0.0.1") if port else ("--secure-port", "0")
+
+
+def scheduler_process(server: Any, verbosity: int = 0, secure_port: int = 0) -> Any:
     return _component_process(server, "scheduler", "scheduler.conf", "system:kube-scheduler", [], verbosity,
-                              ("--secure-port", "0"))
+                              _secure_port(secure_port))
 
 
 def controller_manager_process(server: Any, verbosity: int = 0, local_storage: bool = True,
-                               extra: tuple[str, ...] = (), hpa: bool = True) -> Any:
+                               extra: tuple[str, ...] = (), hpa: bool = True, secure_port: int = 0) -> Any:
     # the same identity as the in-process manager's (see start_components)
     controllers = ["*", *(["local-path-provisioner"] if local_storage else []),
                    *([] if hpa else ["-horizontalpodautoscaling"])]
@@ -101,8 +105,8 @@ def controller_manager_process(server: Any, verbosity: int = 0, local_storage: b
                               "system:kube-controller-manager", ["system:masters"], verbosity,
                               ("--cluster-signing-cert-file", str(server.pki.ca_cert_path),
                                "--cluster-signing-key-file", str(server.pki.ca_key_path),
-                               "--allocate-node-cidrs", "--cluster-cidr", server.config.cluster_cidr,
-                               "--secure-port", "0")
+                               "--allocate-node-cidrs", "--cluster-cidr", server.config.cluster_cidr)
+                              + _secure_port(secure_port)
                               + (("--controllers", ",".join(controllers)) if len(controllers) > 1 else ())
                               + extra)
 
@@ -175,7 +179,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         from .controllers.podautoscaler import options as hpa_flags
 
         cm_proc = controller_manager_process(server, getattr(args, "v", 0), "local-storage" not in disabled,
-                                             hpa_flags.argv_from_args(args), "hpa" not in disabled)
+                                             hpa_flags.argv_from_args(args), "hpa" not in disabled,
+                                             getattr(args, "controller_manager_secure_port", 0))
         cm_proc.start()
         started.append(cm_proc)
         client = component_client(server, "system:kube-controller-manager", ["system:masters"], "pyk8s-server")
@@ -201,7 +206,7 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         await _default_service_account(client)
     if "scheduler" not in disabled and not getattr(args, "in_process_scheduler", False):
         # kube-scheduler's own process, as upstream deploys it: its cycle gets a core of its own
-        sched = scheduler_process(server, getattr(args, "v", 0))
+        sched = scheduler_process(server, getattr(args, "v", 0), getattr(args, "scheduler_secure_port", 0))
         sched.start()
         started.append(sched)
     elif "scheduler" not in disabled:

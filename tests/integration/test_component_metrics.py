@@ -183,3 +183,37 @@ def test_standalone_secure_port(cluster: Cluster, command: str, family: str) -> 
             proc.kill()
             proc.wait()
     assert not os.path.exists(os.path.join(cluster.data_dir, "tls.key"))
+
+
+def test_server_children_serve_their_secure_ports(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`pyk8s server`'s scheduler (and --controller-manager-process's manager) child serves /metrics on
+    127.0.0.1:--scheduler-secure-port / --controller-manager-secure-port, with the same delegated auth."""
+    sport, cport = _free_port(), _free_port()
+    c = Cluster(str(tmp_path_factory.mktemp("prom-children")),
+                extra_args=["--controller-manager-process", "--scheduler-secure-port", str(sport),
+                            "--controller-manager-secure-port", str(cport)])
+    c.start()
+    try:
+        c.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+            node("prom-c1"), pod("child-fits", "100m")]}))
+        mon = _client_ctx(client_kubeconfig(c, "prom-scraper", ["system:monitoring"], "prom-child-mon"))
+        anon = _client_ctx(None)
+        for port, family in ((sport, "scheduler_schedule_attempts_total"), (cport, "workqueue_adds_total")):
+            url = f"https://127.0.0.1:{port}/metrics"
+
+            def scraped(url: str = url, family: str = family) -> str | None:
+                try:
+                    status, body = _get(url, mon)
+                except OSError:
+                    return None
+                return body if status == 200 and family in body else None
+
+            body = wait_for(scraped, what=f"{family} on 127.0.0.1:{port}")
+            assert {f.name for f in text_string_to_metric_families(body)} >= {"process_resident_memory_bytes"}
+            assert _get(url, anon)[0] == 403
+        sched = wait_for(lambda: value(_get(f"https://127.0.0.1:{sport}/metrics", mon)[1],
+                                       "scheduler_schedule_attempts_total", result="scheduled") >= 1,
+                         what="the pod counted as scheduled")
+        assert sched
+    finally:
+        c.stop()

@@ -141,6 +141,13 @@ def _server_parser(sub: Any) -> None:
                    help="run the controllers as their own `pyk8s controller-manager` process, as upstream "
                         "deploys kube-controller-manager, instead of on this process's event loop (for "
                         "thousands of nodes or pods: the API's loop then only answers requests)")
+    p.add_argument("--scheduler-secure-port", type=int, default=10259, metavar="PORT",
+                   help="the `pyk8s scheduler` child's HTTPS port for /metrics and health, on 127.0.0.1 as k3s "
+                        "binds it (default 10259, upstream's; 0: none; a port another instance holds is "
+                        "skipped with a warning; docs/metrics.md)")
+    p.add_argument("--controller-manager-secure-port", type=int, default=10257, metavar="PORT",
+                   help="the same for the `pyk8s controller-manager` child of --controller-manager-process "
+                        "(default 10257)")
     p.add_argument("--v", type=int, default=0, help="log verbosity, as upstream's -v: 0 startup, shutdown, "
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
     from ..apiserver.audit import options as audit_options
