@@ -134,6 +134,23 @@ def test_nodeport_on_every_node_from_the_host(net: NetnsCluster) -> None:
             assert r.read().decode().strip() in names
 
 
+def test_each_nodes_proxy_serves_its_metrics_on_the_node_loopback(net: NetnsCluster) -> None:
+    """`pyk8s agent`'s service proxy: kube-proxy's 127.0.0.1:10249/metrics in the node's own network."""
+    import sys
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    fetch = "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())"
+    for node in range(len(net.node_ips)):
+        text = net.node_exec(node, sys.executable, "-c", fetch, "http://127.0.0.1:10249/metrics").stdout
+        syncs = [s for f in text_string_to_metric_families(text) for s in f.samples
+                 if s.name == "kubeproxy_sync_proxy_rules_duration_seconds_count"]
+        assert syncs and syncs[0].value >= 1, text[:2000]
+        # loopback only, as upstream's default: not on the node's address
+        r = net.node_exec(node, sys.executable, "-c", fetch, f"http://{net.node_ips[node]}:10249/metrics", check=False)
+        assert r.returncode != 0
+
+
 def test_kubectl_in_a_pod_reaches_the_api_through_the_kubernetes_service(net: NetnsCluster) -> None:
     env = _in_pod(net, "frontend", "echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT")
     assert env.strip() == "10.96.0.1:443"

@@ -85,6 +85,12 @@ def add_parser(sub: Any) -> None:
                    help="kubeconfig of the service proxy's identity, bound to system:node-proxier (default: the "
                         "node's own credentials; a node identity under the Node authorizer cannot list "
                         "EndpointSlices, as upstream's)")
+    from .proxy_cmd import _bind_address
+
+    p.add_argument("--proxy-metrics-bind-address", default="127.0.0.1:10249", metavar="IP:PORT",
+                   type=_bind_address,
+                   help="where the node's service proxy serves /metrics and /healthz over plain HTTP, as "
+                        "kube-proxy's --metrics-bind-address (default 127.0.0.1:10249; empty or port 0: none)")
     from .proxy_cmd import add_flags as add_proxy_flags
 
     # one --cluster-cidr for the proxy (traffic from outside it to a ClusterIP is masqueraded) and the pod
@@ -236,13 +242,18 @@ async def _agent(args: Any) -> int:
     lp_client = lp_own or client
     cleaner = await start_local_path_cleaner(lp_client, cfg.node_name, local_path_root(cfg.data_dir),
                                              owns_client=lp_own is not None)
-    proxy = None
+    proxy = proxy_metrics = None
     if not args.disable_proxy:
         from ..proxy.node import start_node_proxy
 
         proxy = await start_node_proxy(proxy_client or client, cfg.node_name, args.cluster_cidr,
                                        owns_client=proxy_client is not None, nodeport_cidrs=args.nodeport_addresses,
                                        min_sync_period=args.min_sync_period)
+        if proxy.proxier is not None:
+            from .proxy_cmd import serve_metrics
+
+            proxy_metrics = await serve_metrics(args.proxy_metrics_bind_address, proxy_client, proxy.proxier,
+                                                "pyk8s agent: --proxy-metrics-bind-address")
     from .. import gctune
 
     gctune.freeze()
@@ -262,6 +273,8 @@ async def _agent(args: Any) -> int:
     await cleaner.stop()
     if ingress is not None:
         await ingress.stop()
+    if proxy_metrics is not None:
+        await proxy_metrics.stop()
     if proxy is not None:
         await proxy.stop()  # the node's Service rules go with it
     await kl.stop()

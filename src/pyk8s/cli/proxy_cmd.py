@@ -127,22 +127,29 @@ async def _main(args: Any) -> int:
 
 async def _serve_metrics(args: Any, client: Any, proxier: Any) -> Any:
     """kube-proxy's --metrics-bind-address: kubeproxy_*, rest_client_* and process_* (docs/metrics.md)."""
+    return await serve_metrics(args.metrics_bind_address, client, proxier, "pyk8s proxy: --metrics-bind-address")
+
+
+async def serve_metrics(bind: str, client: Any, proxier: Any, what: str) -> Any:
+    """The proxier's families (and its own client's rest_client_*, when it has one) on plain HTTP at
+    `bind`; None when `bind` is empty or port 0, or the port is taken (the rules are still programmed)."""
     from ..metrics.component import ComponentMetrics
     from ..metrics.serve import PlainMetricsServer, parse_bind_address
 
-    if not args.metrics_bind_address:
+    if not bind:
         return None
-    host, port = parse_bind_address(args.metrics_bind_address, 10249)
+    host, port = parse_bind_address(bind, 10249)
     if not port:
         return None
     metrics = ComponentMetrics()
     metrics.add("proxy", proxier.metrics)
-    client.metrics = metrics.rest_client
+    if client is not None:
+        client.metrics = metrics.rest_client
     srv = PlainMetricsServer(metrics.registry, host, port)
     try:
         await srv.start()
-    except OSError as e:  # another kube-proxy holds the port: the rules are still programmed
-        print(f"pyk8s proxy: --metrics-bind-address {args.metrics_bind_address}: {e}", file=sys.stderr, flush=True)
+    except OSError as e:  # another kube-proxy holds the port
+        print(f"{what} {bind}: {e}", file=sys.stderr, flush=True)
         return None
     return srv
 
