@@ -240,7 +240,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
     if "metrics-server" not in disabled:
         from .metricsserver import embedded as metrics_server
 
-        started.append(metrics_server.start(server, args, component_client))  # in the background too
+        if (ms := metrics_server.start(server, args, component_client)) is not None:  # in the background too
+            started.append(ms)
     if not getattr(args, "disable_agent", False):
         try:
             from .kubelet.agent import start_local_agent

@@ -126,6 +126,9 @@ class MetricsServerProcess:
 
         self.server = server
         self.address = server.advertise_address
+        # first: an advertised address this host does not have (a load balancer's, as HA set-ups give)
+        # cannot be listened on; OSError then, and the server runs on without the metrics API
+        self.port = _free_port(self.address)
         self.writer = component_client(server, "system:apiserver", ["system:masters"], "kube-apiserver/pyk8s")
         data_dir = os.path.abspath(server.config.data_dir)
         conf = os.path.join(data_dir, "metrics-server.conf")
@@ -138,7 +141,6 @@ class MetricsServerProcess:
         crt, key_path = os.path.join(tls_dir, "tls.crt"), os.path.join(tls_dir, "tls.key")
         write_atomic(key_path, serving_key, 0o600)
         write_atomic(crt, serving_cert, 0o644)
-        self.port = _free_port(self.address)
         resolution = float(getattr(args, "metric_resolution", 15.0) or 15.0)
         argv = [sys.executable, "-m", "pyk8s.cli", "metrics-server", "--kubeconfig", conf,
                 "--bind-address", self.address, "--secure-port", str(self.port), "--tls-cert-file", crt,
@@ -177,7 +179,12 @@ class MetricsServerProcess:
 
 
 def start(server: Any, args: Any, component_client: Callable[..., Any]) -> Any:
-    """What `pyk8s server` runs for the component `metrics-server`."""
+    """What `pyk8s server` runs for the component `metrics-server`; None when it cannot listen on the
+    server's advertised address (the server runs on without the metrics API, and says so)."""
     if getattr(args, "in_process_metrics_server", False):
         return EmbeddedMetricsServer(server, args, component_client)
-    return MetricsServerProcess(server, args, component_client)
+    try:
+        return MetricsServerProcess(server, args, component_client)
+    except OSError as e:
+        log.error("metrics server not started: cannot listen on %s: %s", server.advertise_address, e)
+        return None
