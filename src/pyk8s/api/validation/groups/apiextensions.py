@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import FieldError
+from ...schema.celrules import validate_crd_rules
 from ..field import GoValue, child, forbidden, go_string_slice, index, invalid, key, not_supported, required
 from ..meta import validate_immutable, validate_object_meta, validate_object_meta_update
 from ..names import is_dns1035_label, is_dns1123_subdomain, name_is_dns_subdomain
@@ -275,6 +276,7 @@ def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
     errs = validate_object_meta(obj, False, _name_fn(obj), kube_finalizers=False)
     errs += _spec(spec_of(obj), "spec")
     errs += _stored_versions(obj)
+    errs += validate_crd_rules(obj)
     return errs + _preserve_unknown_fields(obj, None)
 
 
@@ -295,6 +297,7 @@ def validate_crd_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldE
     errs += validate_immutable((spec.get("names") or {}).get("plural") or "",
                                (old_spec.get("names") or {}).get("plural") or "", "spec.names.plural")
     errs += _stored_versions(new)
+    errs += validate_crd_rules(new)
     return errs + _preserve_unknown_fields(new, old)
 
 
