@@ -182,3 +182,58 @@ def test_runtime_cost_limit_refuses_burning_objects(cluster):
     cluster.kubectl("create", "-f", "-", input=json.dumps(small))
     # the server still answers promptly
     assert raw_request(cluster, "GET", "/readyz").status == 200
+
+
+def _doodad_crd() -> dict:
+    crd = _crd("doodads", "Doodad", [
+        {"rule": "!oldSelf.hasValue() || self.level >= oldSelf.value().level", "optionalOldSelf": True, "message": "level may only grow"},
+        {"rule": "self.a == self.b", "message": "a must equal b"},
+    ], {
+        "level": {"type": "integer"}, "a": {"type": "string"}, "b": {"type": "string"},
+        "limits": {"type": "object", "maxProperties": 8, "additionalProperties": {
+            "type": "string", "maxLength": 32, "x-kubernetes-validations": [
+                {"rule": "isQuantity(self) && quantity(self).isLessThan(quantity('10Gi'))",
+                 "message": "each limit must be a quantity under 10Gi", "reason": "FieldValueRequired"}]}},
+    })
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["x-kubernetes-validations"] = [{"rule": "self.metadata.name.startsWith('d-')"}]
+    return crd
+
+
+def test_root_rules_maps_and_optional_old_self(cluster):
+    _apply_crd(cluster, _doodad_crd())
+
+    def doodad(name: str, **spec) -> dict:
+        return {"apiVersion": "rules.example.com/v1", "kind": "Doodad", "metadata": {"name": name}, "spec": spec}
+
+    # a rule on the root sees metadata.name; its errors have no field path
+    assert _kubectl_error(cluster, doodad("x1", level=1, a="q", b="q")) == (
+        'The Doodad "x1" is invalid: <nil>: Invalid value: "object": failed rule: '
+        "self.metadata.name.startsWith('d-')")
+    # a runtime error names the rule by its message
+    assert _kubectl_error(cluster, doodad("d-nob", level=1, a="q")) == (
+        'The Doodad "d-nob" is invalid: spec: Invalid value: "object": no such key: b evaluating rule: '
+        "a must equal b")
+    # rules on map values, with reason FieldValueRequired, at each key's path
+    assert _kubectl_error(cluster, doodad("d-map", level=1, a="q", b="q", limits={"cpu": "2", "mem": "20Gi"})) == (
+        'The Doodad "d-map" is invalid: spec.limits[mem]: Required value: each limit must be a quantity under 10Gi')
+    # optionalOldSelf: the rule runs on create too (oldSelf is optional.none()) and on update
+    cluster.kubectl("create", "-f", "-", input=json.dumps(doodad("d-1", level=3, a="q", b="q")))
+    assert _kubectl_error(cluster, doodad("d-1", level=2, a="q", b="q"), verb="replace") == (
+        'The Doodad "d-1" is invalid: spec: Invalid value: "object": level may only grow')
+    cluster.kubectl("replace", "-f", "-", input=json.dumps(doodad("d-1", level=4, a="q", b="q")))
+
+
+def test_old_self_refused_where_it_cannot_correlate(cluster):
+    items = {"names": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 8,
+                                                                  "x-kubernetes-validations": [
+                                                                      {"rule": "self == oldSelf"}]}}}
+    r = cluster.kubectl("apply", "-f", "-", input=json.dumps(_crd("uncorrs", "Uncorr", [], items)), check=False)
+    assert r.returncode != 0
+    assert ("spec.validation.openAPIV3Schema.properties[spec].properties[names].items.x-kubernetes-validations[0]"
+            '.rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the '
+            "schema within spec.validation.openAPIV3Schema.properties[spec].properties[names].items") in r.stderr
+    r = cluster.kubectl("apply", "-f", "-", input=json.dumps(_crd("optionals", "Optional", [
+        {"rule": "self.replicas > 0", "optionalOldSelf": True}])), check=False)
+    assert ("x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not "
+            "used in rule") in r.stderr

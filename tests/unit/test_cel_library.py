@@ -71,6 +71,9 @@ TRUE_EXAMPLES = [
     # optional values
     "optional.of(1).hasValue()", "optional.of(1).value() == 1", "optional.none().orValue(5) == 5",
     "optional.ofNonZeroValue('').orValue('x') == 'x'",
+    # errors are values: the logical operators absorb them either side
+    "true || optional.none().value() == 1", "optional.none().value() == 1 || true",
+    "!(false && 'x'.charAt(9) == '')",
 ]
 
 

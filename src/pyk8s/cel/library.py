@@ -736,3 +736,17 @@ FUNCTIONS: dict[str, Any] = {
     "errored": lambda d: celtypes.BoolType(bool(_decision(d).error)),
     "error": lambda d: celtypes.StringType(_decision(d).error),
 }
+
+
+def _errors_as_values(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """CEL errors are values: `true || error` is true, so a failing call returns its error for
+    the operators to absorb instead of unwinding the whole evaluation."""
+    def call(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except CELEvalError as e:
+            return e
+    return call
+
+
+FUNCTIONS = {name: _errors_as_values(fn) for name, fn in FUNCTIONS.items()}

@@ -409,7 +409,7 @@ def _run(rule: _Rule, node: _Node, value: Any, old: Any, has_old: bool, path: st
     if not isinstance(cel.to_python(result), bool):
         errs.append(invalid(path, tname, f"rule did not evaluate to a bool: {_rule_text(rule)}"))
         return
-    detail = _message(rule, act, budget) or _rule_text(rule)
+    detail = _message(rule, act, budget) or _failed_text(rule)
     reason = rule.spec.get("reason")
     if reason == "FieldValueForbidden":
         errs.append(forbidden(where, detail))
@@ -422,10 +422,15 @@ def _run(rule: _Rule, node: _Node, value: Any, old: Any, has_old: bool, path: st
 
 
 def _rule_text(rule: _Rule) -> str:
+    """What an error evaluating the rule names it by: its message, or the rule itself."""
     msg = str(rule.spec.get("message") or "").strip()
-    if msg:
-        return msg
-    return f"failed rule: {str(rule.spec.get('rule') or '').strip()}"
+    return msg or str(rule.spec.get("rule") or "").strip()
+
+
+def _failed_text(rule: _Rule) -> str:
+    """A rule that evaluated to false: its message, or `failed rule: <rule>`."""
+    msg = str(rule.spec.get("message") or "").strip()
+    return msg or f"failed rule: {str(rule.spec.get('rule') or '').strip()}"
 
 
 def _message(rule: _Rule, act: dict[str, Any], budget: _Budget) -> str:
