@@ -134,9 +134,14 @@ _celpy_env = celpy.Environment()
 _parse_lock = threading.Lock()  # lark's parser keeps state per call
 
 
+@functools.lru_cache(maxsize=2)
+def _activation_for(libraries: bool) -> Any:
+    return _runner_for(libraries).new_activation()
+
+
 def _activation(env: Env) -> Any:
-    runner = _runner_for(env.libraries)
-    return runner.new_activation()
+    # the evaluator clones this base before binding variables: built once, not per evaluation
+    return _activation_for(env.libraries)
 
 
 @functools.lru_cache(maxsize=2)
