@@ -200,3 +200,14 @@ def test_authorizer_checks_what_the_caller_decides() -> None:
 
     err = cel.compile("authorizer.resource('pods').check('get').errored()", env)
     assert cel.to_python(err.evaluate({"authorizer": cel.Authorizer(broken)})) is True
+
+
+def test_deep_nesting_is_a_compile_error_not_a_crash() -> None:
+    for expr in ("(" * 3000 + "1" + ")" * 3000, "-" * 5000 + "1", "1" + " + 1" * 2400):
+        with pytest.raises(cel.CompileError) as ei:
+            cel.compile(expr, ENV)
+        assert str(ei.value) == "compilation failed: ERROR: <input>:1:1: max recursion depth exceeded"
+    with pytest.raises(cel.CompileError) as ei:
+        cel.compile("'x' == '" + "y" * 11000 + "'", ENV)
+    assert "expression too long" in str(ei.value)
+    assert ev("(" * 12 + "1 + 1" + ")" * 12 + " == 2") is True

@@ -195,11 +195,35 @@ def compile(expression: str, env: Env = Env()) -> Program:  # noqa: A001 - upstr
     if len(expression) > MAX_EXPRESSION_LENGTH:
         raise CompileError(f"compilation failed: ERROR: <input>:1:1: expression too long "
                            f"({len(expression)} > {MAX_EXPRESSION_LENGTH})")
+    try:
+        return _compile(expression, env)
+    except RecursionError:  # as cel-go's parser recursion limit: too deeply nested to check
+        raise CompileError(_TOO_DEEP) from None
+
+
+# cel-python's interpreter recurses a few Python frames per syntax-tree level: deeper trees
+# would exhaust Python's stack while evaluating, so they are refused when compiling
+MAX_TREE_DEPTH = 160
+_TOO_DEEP = "compilation failed: ERROR: <input>:1:1: max recursion depth exceeded"
+
+
+def _depth(ast: Any) -> int:
+    deepest, stack = 0, [(ast, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in node.children if isinstance(c, lark.Tree))
+    return deepest
+
+
+def _compile(expression: str, env: Env) -> Program:
     with _parse_lock:
         try:
             ast = _celpy_env.compile(expression)
         except Exception as e:  # celpy raises CELParseError and lark's own errors
             raise _syntax_error(expression, e) from None
+    if _depth(ast) > MAX_TREE_DEPTH:
+        raise CompileError(_TOO_DEEP)
     refs = _idents(ast)
     est = C.Estimator(dict(env.schemas))
     estimated, _ = est.estimate(ast)

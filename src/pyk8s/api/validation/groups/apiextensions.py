@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import FieldError
-from ...schema.celrules import validate_crd_rules
 from ..field import GoValue, child, forbidden, go_string_slice, index, invalid, key, not_supported, required
 from ..meta import validate_immutable, validate_object_meta, validate_object_meta_update
 from ..names import is_dns1035_label, is_dns1123_subdomain, name_is_dns_subdomain
@@ -270,6 +269,13 @@ def _name_fn(obj: dict[str, Any]) -> Any:
         return msgs
 
     return name_fn
+
+
+def validate_crd_rules(crd: dict[str, Any]) -> list[FieldError]:
+    # imported here: the CEL library imports api.validation (a cycle at import time)
+    from ...schema.celrules import validate_crd_rules as check
+
+    return check(crd)
 
 
 def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
