@@ -237,3 +237,28 @@ def test_old_self_refused_where_it_cannot_correlate(cluster):
         {"rule": "self.replicas > 0", "optionalOldSelf": True}])), check=False)
     assert ("x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not "
             "used in rule") in r.stderr
+
+
+def test_unchanged_values_are_ratcheted(cluster):
+    crd = _crd("ratchets", "Ratchet", [])
+    _apply_crd(cluster, crd)
+    obj = {"apiVersion": "rules.example.com/v1", "kind": "Ratchet", "metadata": {"name": "r1"},
+           "spec": {"replicas": 10, "mode": "a"}}
+    cluster.kubectl("create", "-f", "-", input=json.dumps(obj))
+    # a rule added later that the stored object breaks
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"][
+        "x-kubernetes-validations"] = [{"rule": "self <= 5", "message": "at most 5"}]
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(crd))
+    deadline = time.time() + 10
+    while True:  # until the server enforces the new rule
+        r = cluster.kubectl("create", "-f", "-", input=json.dumps(dict(obj, metadata={"name": "probe"})), check=False)
+        if r.returncode != 0 or time.time() > deadline:
+            break
+        cluster.kubectl("delete", "ratchet", "probe")
+        time.sleep(0.2)
+    assert 'spec.replicas: Invalid value: "integer": at most 5' in r.stderr
+    # other fields may change while replicas stays as it was
+    cluster.kubectl("patch", "ratchet", "r1", "--type=merge", "-p", '{"spec":{"mode":"b"}}')
+    r = cluster.kubectl("patch", "ratchet", "r1", "--type=merge", "-p", '{"spec":{"replicas":11}}', check=False)
+    assert r.returncode != 0
+    assert 'The Ratchet "r1" is invalid: spec.replicas: Invalid value: "integer": at most 5' in r.stderr

@@ -6,7 +6,8 @@ message, estimated cost per rule and per CRD). `RuleSet.build(schema)` compiles 
 rules once (the CRD manager builds one per CRD generation) and `RuleSet.validate(new, old)`
 evaluates each rule at its schema location: `self` is that node's value (each element of a
 list or map in turn), `oldSelf` the correlated old value; rules that use `oldSelf`
-(transition rules) run only on updates where an old value exists, unless `optionalOldSelf`.
+(transition rules) run only on updates where an old value exists, unless `optionalOldSelf`;
+other rules are ratcheted: on update they skip a value equal to its correlated old value.
 """
 
 from __future__ import annotations
@@ -374,6 +375,8 @@ def _run(rule: _Rule, node: _Node, value: Any, old: Any, has_old: bool, path: st
          budget: _Budget) -> None:
     if rule.transition and not has_old and not rule.optional_old:
         return
+    if not rule.transition and has_old and value == old:
+        return  # ratcheting (v1.33 default): an unchanged value keeps passing a rule added later
     act: dict[str, Any] = {"self": value}
     if rule.transition:
         act["oldSelf"] = (cel.Optional(cel.to_cel(old), True) if has_old else cel.Optional()) \
