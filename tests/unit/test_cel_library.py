@@ -124,6 +124,14 @@ def test_compile_errors_as_upstream() -> None:
         cel.compile(ok, typed)
 
 
+def test_values_already_in_cel_form_pass_through() -> None:
+    from celpy import celtypes
+
+    p = cel.compile("self == true && type(self) == bool", ENV)
+    assert cel.to_python(p.evaluate({"self": celtypes.BoolType(True)})) is True
+    assert cel.to_python(p.evaluate({"self": True})) is True
+
+
 def test_compile_is_cached_per_expression_and_env() -> None:
     a = cel.compile("self.x == 1", ENV)
     assert cel.compile("self.x == 1", ENV) is a
@@ -194,6 +202,11 @@ def test_authorizer_checks_what_the_caller_decides() -> None:
     sa = cel.compile("authorizer.serviceAccount('kube-system', 'sa1').resource('pods').check('get').reason()", env)
     assert cel.to_python(sa.evaluate({"authorizer": az})) == "rbac says so"
     assert asked[-1].user == "system:serviceaccount:kube-system:sa1"
+
+    req = cel.Authorizer(decide, user="bob", request=cel.AuthzCheck(resource="pods", namespace="ns2", name="p2"))
+    rr = cel.compile("authorizer.requestResource.check('get').allowed()", env)
+    assert cel.to_python(rr.evaluate({"authorizer": req})) is True
+    assert asked[-1] == cel.AuthzCheck(verb="get", resource="pods", namespace="ns2", name="p2", user="bob")
 
     def broken(c: cel.AuthzCheck) -> tuple[bool, str, str]:
         raise RuntimeError("authorizer down")

@@ -613,12 +613,19 @@ class AuthzCheck:
     user: str = ""  # set for `authorizer.serviceAccount(ns, name)` checks
 
 
-class Authorizer:
+class Authorizer(celtypes.MapType):
     """`authorizer` in an expression: `decide(check) -> (allowed, reason, error)` is the
-    caller's (admission binds it to the RBAC authorizer for the request's user)."""
+    caller's (admission binds it to the RBAC authorizer for the request's user). With
+    `request` (the admitted request's resource), `authorizer.requestResource` is a check on it.
+    A map only so that cel-python lets an expression select `requestResource`."""
 
-    def __init__(self, decide: Callable[[AuthzCheck], tuple[bool, str, str]], user: str = "") -> None:
+    def __init__(self, decide: Callable[[AuthzCheck], tuple[bool, str, str]], user: str = "",
+                 request: AuthzCheck | None = None) -> None:
+        super().__init__()
         self.decide, self.user = decide, user
+        if request is not None:
+            self[celtypes.StringType("requestResource")] = _Request(  # type: ignore[assignment]
+                self, replace(request, user=user))
 
 
 @dataclass(frozen=True)
@@ -676,6 +683,9 @@ def _decision(v: Any) -> _Decision:
 # ---- conversion ---------------------------------------------------------------------------
 def to_cel(v: Any) -> Any:
     """A JSON value (from an object) as CEL sees it."""
+    if isinstance(v, (celtypes.MapType, celtypes.ListType, celtypes.BoolType, celtypes.IntType, celtypes.UintType,
+                      celtypes.DoubleType, celtypes.StringType)):
+        return v  # already CEL (an Authorizer is a map too)
     if isinstance(v, bool):
         return celtypes.BoolType(v)
     if isinstance(v, int):
