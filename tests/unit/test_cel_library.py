@@ -93,7 +93,8 @@ def test_library_examples(expr: str) -> None:
     ("url('example.com')", 'URL parse error during conversion from string: parse "example.com": invalid URI for request'),
     ("ip('1.2.3')", 'IP Address "1.2.3" parse error during conversion from string: ParseAddr("1.2.3"): unable to parse IP'),
     ("optional.none().value()", "optional.none() dereference"),
-    ("'abc'.find('(')", "invalid regex"),
+    ("'abc'.find('(')", "invalid regex: missing ): ("),
+    ("'abc'.matches('[')", "invalid regex: missing ]: ["),
 ])
 def test_runtime_errors_as_upstream(expr: str, message: str) -> None:
     with pytest.raises(cel.EvalError) as ei:

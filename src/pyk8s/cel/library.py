@@ -9,6 +9,7 @@ rule cannot build huge strings or lists for free. Regular expressions use RE2 (l
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import urllib.parse
@@ -195,13 +196,30 @@ def _last_index_of(v: Any, x: Any, *end: Any) -> celtypes.IntType:
 
 
 # ---- regex (RE2: linear time whatever the pattern) ----------------------------------------
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a bad pattern from an object must not write to the server's log
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(pattern: str) -> Any:
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
 def _compile_re(pattern: Any) -> Any:
     if not _is_str(pattern):
         raise _overload()
     try:
-        return re2.compile(pattern)
+        return _compiled(str(pattern))
     except re2.error as e:
-        raise CELEvalError(f"invalid regex: {e}", ValueError, None) from None
+        msg = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise CELEvalError(f"invalid regex: {msg}", ValueError, None) from None
+
+
+def _matches(s: Any, pattern: Any) -> celtypes.BoolType:
+    if not _is_str(s):
+        raise _overload()
+    charge(len(s) // 10)
+    return celtypes.BoolType(_compile_re(pattern).search(s) is not None)
 
 
 def _find(s: Any, pattern: Any) -> celtypes.StringType:
@@ -707,7 +725,7 @@ FUNCTIONS: dict[str, Any] = {
     "isSorted": _is_sorted, "sum": _sum, "max": _extreme(max), "indexOf": _index_of,
     "lastIndexOf": _last_index_of,
     # regex
-    "find": _find, "findAll": _find_all,
+    "find": _find, "findAll": _find_all, "matches": _matches,
     # strings ext
     "charAt": _char_at, "lowerAscii": _lower_ascii, "upperAscii": _upper_ascii, "replace": _replace,
     "split": _split, "substring": _substring, "trim": _trim, "join": _join, "quote": _quote,
