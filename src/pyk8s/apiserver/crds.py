@@ -121,8 +121,11 @@ class CRDManager:
                 structural.apply_defaults(_s, obj)
 
             namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+            from ..api.schema.celrules import RuleSet
 
-            def validate(obj: dict[str, Any], _s=schema, _ns=namespaced) -> list:
+            rules = RuleSet.build(schema)  # x-kubernetes-validations, compiled once per CRD generation
+
+            def validate(obj: dict[str, Any], _s=schema, _ns=namespaced, _old: dict[str, Any] | None = None) -> list:
                 errs = kindhooks.validate_generic(obj, _ns)
                 body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
                 sub = {k: v for k, v in _s.items()}
@@ -132,10 +135,12 @@ class CRDManager:
                 sub["properties"] = props
                 if "required" in sub:
                     sub["required"] = [r for r in sub["required"] if r not in ("apiVersion", "kind", "metadata")]
-                return errs + structural.validate_structural(sub, body, "")
+                errs += structural.validate_structural(sub, body, "")
+                # as upstream, CEL rules run only over an object the schema accepts
+                return errs + (rules.validate(obj, _old) if rules is not None and not errs else [])
 
             def validate_update(new: dict[str, Any], old: dict[str, Any]) -> list:
-                return validate(new) + kindhooks.validate_generic_update(new, old)
+                return validate(new, _old=old) + kindhooks.validate_generic_update(new, old)
 
             kindhooks.DEFAULTERS[gk] = default
             kindhooks.VALIDATORS[gk] = validate

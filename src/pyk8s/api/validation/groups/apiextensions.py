@@ -271,10 +271,18 @@ def _name_fn(obj: dict[str, Any]) -> Any:
     return name_fn
 
 
+def validate_crd_rules(crd: dict[str, Any]) -> list[FieldError]:
+    # imported here: the CEL library imports api.validation (a cycle at import time)
+    from ...schema.celrules import validate_crd_rules as check
+
+    return check(crd)
+
+
 def validate_crd(obj: dict[str, Any]) -> list[FieldError]:
     errs = validate_object_meta(obj, False, _name_fn(obj), kube_finalizers=False)
     errs += _spec(spec_of(obj), "spec")
     errs += _stored_versions(obj)
+    errs += validate_crd_rules(obj)
     return errs + _preserve_unknown_fields(obj, None)
 
 
@@ -295,6 +303,7 @@ def validate_crd_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldE
     errs += validate_immutable((spec.get("names") or {}).get("plural") or "",
                                (old_spec.get("names") or {}).get("plural") or "", "spec.names.plural")
     errs += _stored_versions(new)
+    errs += validate_crd_rules(new)
     return errs + _preserve_unknown_fields(new, old)
 
 
