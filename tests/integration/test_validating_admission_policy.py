@@ -8,6 +8,7 @@ a costly expression, a user without RBAC, deleting a protected object)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -450,3 +451,40 @@ def test_delete_of_a_protected_object_is_refused(c: Cluster) -> None:
     assert "protected crown may not be deleted" in r.stderr, r.stderr
     assert c.kubectl("get", "configmap", "crown", "-n", "guarded").returncode == 0
     assert c.kubectl("get", "configmap", "plain", "-n", "guarded", check=False).returncode != 0
+
+
+TYPO = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: typo}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  validations:
+  - expression: "%s"
+"""
+
+
+def _status_at(c: Cluster, generation: int) -> dict[str, Any]:
+    deadline = time.monotonic() + 20
+    while True:
+        pol = json.loads(c.kubectl("get", "validatingadmissionpolicy", "typo", "-o", "json").stdout)
+        st = pol.get("status") or {}
+        if st.get("observedGeneration") == generation or time.monotonic() > deadline:
+            return st
+        time.sleep(0.1)
+
+
+def test_type_checking_warnings_in_status(c: Cluster) -> None:
+    apply(c, TYPO % "object.spec.replicass > 1 && object.metadata.labels.app != ''")
+    st = _status_at(c, 1)
+    assert st["observedGeneration"] == 1
+    assert st["typeChecking"]["expressionWarnings"] == [{
+        "fieldRef": "spec.validations[0].expression",
+        "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicass'\n"
+                   " | object.spec.replicass > 1 && object.metadata.labels.app != ''\n"
+                   " | ...........^"}]
+    apply(c, TYPO % "object.spec.replicas > 1")
+    st = _status_at(c, 2)
+    assert st["observedGeneration"] == 2 and not st.get("typeChecking", {}).get("expressionWarnings")
