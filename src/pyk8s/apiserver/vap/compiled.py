@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import authzlib
 from .celenv import CompileError, Program, compile_expression
 
 __all__ = ["CompiledPolicy", "Compiled", "compile_policy"]
@@ -22,7 +21,7 @@ class Compiled:
 
 def _compile(expr: str) -> Compiled:
     try:
-        return Compiled(expr, compile_expression(expr, authzlib.FUNCTIONS))
+        return Compiled(expr, compile_expression(expr))
     except CompileError as e:
         return Compiled(expr, None, str(e))
 

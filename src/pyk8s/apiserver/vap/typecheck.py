@@ -91,7 +91,7 @@ def _caret(expression: str, line: int, col0: int) -> str:
 def check_expression(expression: str, gvk_label: str, schema: dict[str, Any]) -> list[str]:
     """The problems found in one expression for one kind, as upstream words them."""
     try:
-        prog = compile_expression(expression, {})
+        prog = compile_expression(expression)
     except CompileError:
         return []  # compile errors are validation's to refuse, not the type checker's
     out: list[str] = []
