@@ -50,26 +50,29 @@ class _MeteredEvaluator(Evaluator):
         return super()._visit_tree(tree)
 
 
-_runner: Any = None
+_base_activation: Any = None
 
 
 def _new_activation() -> Any:
-    global _runner
-    if _runner is None:
+    """The functions' activation, made once: an Evaluator clones it for its variables, never changes it."""
+    global _base_activation
+    if _base_activation is None:
         import celpy
 
-        _runner = celpy.InterpretedRunner(celpy.Environment(), lark.Tree("expr", []), FUNCTIONS)
-    return _runner.new_activation()
+        runner = celpy.InterpretedRunner(celpy.Environment(), lark.Tree("expr", []), FUNCTIONS)
+        _base_activation = runner.new_activation()
+    return _base_activation
 
 
 class Program:
     """One compiled expression; evaluate() is re-entrant."""
 
-    __slots__ = ("expression", "ast")
+    __slots__ = ("expression", "ast", "references")
 
-    def __init__(self, expression: str, ast: lark.Tree) -> None:
+    def __init__(self, expression: str, ast: lark.Tree, references: frozenset[str]) -> None:
         self.expression = expression
         self.ast = ast
+        self.references = references  # the admission variables it names: only those are built
 
     def evaluate(self, activation: Mapping[str, Any], limit: int = PER_CALL_LIMIT) -> Any:
         """activation values must already be CEL values (to_cel)."""
@@ -94,7 +97,8 @@ class Program:
 def compile_expression(expression: str) -> Program:
     """Compile (cached by the library per expression) in the admission environment; CompileError
     carries upstream's `compilation failed: ERROR: ...` text."""
-    return Program(expression, cel_compile(expression, ENV).ast)
+    p = cel_compile(expression, ENV)
+    return Program(expression, p.ast, p.references)
 
 
 class LazyMap(celtypes.MapType):
@@ -117,7 +121,27 @@ class LazyMap(celtypes.MapType):
         return v
 
 
+_S, _B, _I, _D = celtypes.StringType, celtypes.BoolType, celtypes.IntType, celtypes.DoubleType
+
+
 def to_cel(value: Any) -> Any:
+    """A JSON value as CEL sees it (as `library.to_cel`, without celpy's per-item type checks:
+    a decoded request body is only dicts, lists, str, int, float, bool and None)."""
+    t = type(value)
+    if t is dict:
+        m = celtypes.MapType()
+        dict.update(m, {str.__new__(_S, k): to_cel(v) for k, v in value.items()})
+        return m
+    if t is list:
+        return celtypes.ListType([to_cel(v) for v in value])
+    if t is str:
+        return str.__new__(_S, value)
+    if t is bool:
+        return _B(value)
+    if t is int:
+        return _I(value)
+    if t is float:
+        return _D(value)
     return library.to_cel(value)
 
 

@@ -147,6 +147,7 @@ class ValidatingAdmissionPolicyPlugin:
             return ns_obj
 
         denials: list[tuple[str, str, _Decision]] = []
+        shared: _Lazy | None = None
         for pol in sorted(policies, key=lambda p: p["metadata"]["name"]):
             pname = pol["metadata"]["name"]
             pbindings = bindings.get(pname)
@@ -171,7 +172,9 @@ class ValidatingAdmissionPolicyPlugin:
                                                                 error=True)))
                     continue
                 for param in params:
-                    decisions, annotations = self._evaluate(cp, attrs, param, await namespace_object(), ctx)
+                    if shared is None:
+                        shared = self._request_values(attrs, await namespace_object(), ctx)
+                    decisions, annotations = self._evaluate(cp, shared, param)
                     for d in decisions:
                         if d.deny:
                             self._act(pname, b, d, ctx, denials)
@@ -245,39 +248,46 @@ class ValidatingAdmissionPolicyPlugin:
         return list(params)
 
     # ---- evaluation -----------------------------------------------------------------------
-    def _activation(self, cp: CompiledPolicy, a: Attributes, param: dict[str, Any] | None,
-                    ns_obj: dict[str, Any] | None, ctx: RequestContext) -> dict[str, Any]:
+    def _request_values(self, a: Attributes, ns_obj: dict[str, Any] | None, ctx: RequestContext) -> _Lazy:
+        """What every evaluation of one request shares, each converted to CEL on first use."""
         user = ctx.user
-        user_info = {"username": getattr(user, "name", ""), "uid": getattr(user, "uid", ""),
-                     "groups": list(getattr(user, "groups", []) or []),
-                     "extra": dict(getattr(user, "extra", {}) or {})}
-        gvk = {"group": a.group, "version": a.version, "kind": a.kind}
-        gvr = {"group": a.group, "version": a.version, "resource": a.resource}
-        request = {"kind": gvk, "resource": gvr, "subResource": a.subresource, "requestKind": gvk,
-                   "requestResource": gvr, "requestSubResource": a.subresource, "name": a.name,
-                   "namespace": a.namespace, "operation": a.operation, "userInfo": user_info,
-                   "dryRun": bool(ctx.dry_run), "options": _options(a.operation, ctx)}
-        act: dict[str, Any] = {
-            "object": to_cel(a.obj), "oldObject": to_cel(a.old), "request": to_cel(request),
-            "params": to_cel(param), "namespaceObject": to_cel(_namespace_view(ns_obj)),
-        }
-        authz = self._authorizer()
-        act["authorizer"] = authzlib.make_authorizer(
-            authz.authorize if authz is not None else None, user,
-            {"group": a.group, "resource": a.resource, "subresource": a.subresource, "namespace": a.namespace,
-             "name": a.name}) if user is not None else None
-        if cp.variables:
-            def thunk(c: Compiled) -> Callable[[], Any]:
-                return lambda: _run(c, act)
-            act["variables"] = LazyMap({n: thunk(c) for n, c in cp.variables})
-        else:
-            act["variables"] = LazyMap({})
+
+        def request() -> Any:
+            user_info = {"username": getattr(user, "name", ""), "uid": getattr(user, "uid", ""),
+                         "groups": list(getattr(user, "groups", []) or []),
+                         "extra": dict(getattr(user, "extra", {}) or {})}
+            gvk = {"group": a.group, "version": a.version, "kind": a.kind}
+            gvr = {"group": a.group, "version": a.version, "resource": a.resource}
+            return to_cel({"kind": gvk, "resource": gvr, "subResource": a.subresource, "requestKind": gvk,
+                           "requestResource": gvr, "requestSubResource": a.subresource, "name": a.name,
+                           "namespace": a.namespace, "operation": a.operation, "userInfo": user_info,
+                           "dryRun": bool(ctx.dry_run), "options": _options(a.operation, ctx)})
+
+        def authorizer() -> Any:
+            authz = self._authorizer()
+            if user is None or authz is None:
+                return None
+            return authzlib.make_authorizer(authz.authorize, user, {
+                "group": a.group, "resource": a.resource, "subresource": a.subresource, "namespace": a.namespace,
+                "name": a.name})
+
+        return _Lazy({"object": lambda: to_cel(a.obj), "oldObject": lambda: to_cel(a.old), "request": request,
+                      "namespaceObject": lambda: to_cel(_namespace_view(ns_obj)), "authorizer": authorizer})
+
+    @staticmethod
+    def _activation(cp: CompiledPolicy, shared: _Lazy, param: dict[str, Any] | None) -> _Lazy:
+        """One evaluation's: the request's values, this param, and the policy's lazy variables."""
+        act = _Lazy({"params": lambda: to_cel(param)}, shared)
+
+        def thunk(c: Compiled) -> Callable[[], Any]:
+            return lambda: _run(c, act)
+        variables = LazyMap({n: thunk(c) for n, c in cp.variables})
+        act.makers["variables"] = lambda: variables
         return act
 
-    def _evaluate(self, cp: CompiledPolicy, a: Attributes, param: dict[str, Any] | None,
-                  ns_obj: dict[str, Any] | None, ctx: RequestContext
+    def _evaluate(self, cp: CompiledPolicy, shared: _Lazy, param: dict[str, Any] | None
                   ) -> tuple[list[_Decision], list[tuple[str, str | None, str]]]:
-        act = self._activation(cp, a, param, ns_obj, ctx)
+        act = self._activation(cp, shared, param)
         fail = cp.failure_policy == "Fail"
         # matchConditions: any false skips; errors fail or skip as the failure policy says
         errs: list[str] = []
@@ -325,12 +335,37 @@ class ValidatingAdmissionPolicyPlugin:
         return decisions, annotations
 
 
-def _run(c: Compiled, act: dict[str, Any]) -> Any:
+class _Lazy:
+    """An activation whose values are made on first use (most expressions read `object` only)."""
+
+    __slots__ = ("makers", "values", "parent")
+
+    def __init__(self, makers: dict[str, Callable[[], Any]], parent: _Lazy | None = None) -> None:
+        self.makers = makers
+        self.values: dict[str, Any] = {}
+        self.parent = parent
+
+    def get(self, name: str) -> Any:
+        if name in self.values:
+            return self.values[name]
+        if name in self.makers:
+            v = self.values[name] = self.makers[name]()
+            return v
+        return self.parent.get(name) if self.parent is not None else None
+
+    def for_names(self, names: frozenset[str]) -> dict[str, Any]:
+        return {n: self.get(n) for n in names if n in _VARIABLES}
+
+
+_VARIABLES = frozenset(("object", "oldObject", "request", "params", "namespaceObject", "authorizer", "variables"))
+
+
+def _run(c: Compiled, act: _Lazy) -> Any:
     """Evaluate; errors worded as upstream's `expression '...' resulted in error: ...`."""
     if c.program is None:
         raise EvalError(f"compilation error: {c.error}")
     try:
-        value = c.program.evaluate(act)
+        value = c.program.evaluate(act.for_names(c.program.references))
     except EvalError as e:
         msg = str(e)
         if msg.startswith(("expression '", "compilation error")):
@@ -343,7 +378,7 @@ def _run(c: Compiled, act: dict[str, Any]) -> Any:
     return value
 
 
-def _message(v: dict[str, Any], c: Compiled, mc: Compiled | None, act: dict[str, Any]) -> str:
+def _message(v: dict[str, Any], c: Compiled, mc: Compiled | None, act: _Lazy) -> str:
     if mc is not None:
         try:
             m = _run(mc, act)
