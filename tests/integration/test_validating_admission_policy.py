@@ -493,3 +493,44 @@ def test_type_checking_warnings_in_status(c: Cluster) -> None:
     apply(c, TYPO % "object.spec.replicas > 1")
     st = _status_at(c, 2)
     assert st["observedGeneration"] == 2 and not st.get("typeChecking", {}).get("expressionWarnings")
+
+
+STATUS = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: status-only}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: ["*/status"]}
+    namespaceSelector: {matchLabels: {environment: prod}}
+  validations:
+  - expression: "!has(object.status.observedGeneration) || object.status.observedGeneration < 1000"
+    message: observedGeneration too far ahead
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: status-only}
+spec:
+  policyName: status-only
+  validationActions: [Deny]
+"""
+
+
+def test_subresource_rules_judge_the_status_subresource_only(c: Cluster) -> None:
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    apply(c, STATUS)
+    apps = client.AppsV1Api(c.api_client())
+    apps.create_namespaced_deployment("prod", _deployment("st", "prod", 1, {}))
+    # the main resource is not judged by a `*/status` rule
+    apps.patch_namespaced_deployment("st", "prod", {"metadata": {"labels": {"x": "y"}}})
+    with pytest.raises(ApiException) as ei:
+        apps.patch_namespaced_deployment_status("st", "prod", {"status": {"observedGeneration": 5000}})
+    assert ei.value.status == 422
+    assert json.loads(ei.value.body)["message"] == (
+        "deployments.apps \"st\" is forbidden: ValidatingAdmissionPolicy 'status-only' with binding 'status-only' "
+        "denied request: observedGeneration too far ahead")
+    apps.patch_namespaced_deployment_status("st", "prod", {"status": {"observedGeneration": 5}})
+
