@@ -534,3 +534,16 @@ def test_subresource_rules_judge_the_status_subresource_only(c: Cluster) -> None
         "denied request: observedGeneration too far ahead")
     apps.patch_namespaced_deployment_status("st", "prod", {"status": {"observedGeneration": 5}})
 
+
+
+def test_policies_that_do_not_compile_are_refused(c: Cluster) -> None:
+    r = c.kubectl("apply", "-f", "-", check=False, input=TYPO.replace("name: typo", "name: broken")
+                  % "object.spec.replicas <=")
+    assert r.returncode != 0
+    assert ('The ValidatingAdmissionPolicy "broken" is invalid: '
+            'spec.validations[0].expression: Invalid value: "object.spec.replicas <=": compilation failed: ERROR: '
+            '<input>:1:22: Syntax error: mismatched input') in r.stderr, r.stderr
+    r = c.kubectl("apply", "-f", "-", check=False, input=TYPO.replace("name: typo", "name: broken")
+                  % "objekt.spec.replicas < 3")
+    assert "undeclared reference to 'objekt'" in r.stderr, r.stderr
+    assert c.kubectl("get", "validatingadmissionpolicy", "broken", check=False).returncode != 0
