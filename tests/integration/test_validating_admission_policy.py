@@ -40,7 +40,8 @@ def c(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cl.audit_log = tmp / "audit.log"  # type: ignore[attr-defined]
     for ns, label in (("test", "environment=test"), ("prod", "environment=prod"), ("plain", ""),
                       ("params", "vap=params"), ("crdparams", "vap=crd"), ("warned", "vap=warn"),
-                      ("costly", "vap=cost"), ("authz", "vap=authz"), ("guarded", "vap=guarded")):
+                      ("costly", "vap=cost"), ("authz", "vap=authz"), ("guarded", "vap=guarded"),
+                      ("badkind", "vap=badkind")):
         cl.kubectl("create", "ns", ns)
         if label:
             cl.kubectl("label", "ns", ns, label)
@@ -547,3 +548,35 @@ def test_policies_that_do_not_compile_are_refused(c: Cluster) -> None:
                   % "objekt.spec.replicas < 3")
     assert "undeclared reference to 'objekt'" in r.stderr, r.stderr
     assert c.kubectl("get", "validatingadmissionpolicy", "broken", check=False).returncode != 0
+
+
+BAD_KIND = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: bad-kind}
+spec:
+  paramKind: {apiVersion: example.com/v1, kind: BadParamKind}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+    namespaceSelector: {matchLabels: {vap: badkind}}
+  validations:
+  - expression: "true"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: bad-kind}
+spec:
+  policyName: bad-kind
+  validationActions: [Deny]
+  paramRef: {name: x, parameterNotFoundAction: Allow}
+"""
+
+
+def test_a_param_kind_that_does_not_exist_is_a_policy_error(c: Cluster) -> None:
+    apply(c, BAD_KIND)
+    r = c.kubectl("create", "configmap", "x", "-n", "badkind", check=False)
+    assert r.returncode != 0
+    assert ("configmaps \"x\" is forbidden: ValidatingAdmissionPolicy 'bad-kind' denied request: failed to configure "
+            "policy: failed to find resource referenced by paramKind: 'example.com/v1, Kind=BadParamKind'") in r.stderr, \
+        r.stderr

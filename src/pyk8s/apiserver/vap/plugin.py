@@ -50,7 +50,11 @@ class _Decision:
 
 
 class _ConfigError(Exception):
-    pass
+    """A binding that cannot be evaluated (policy_level: the policy itself, e.g. an unknown paramKind)."""
+
+    def __init__(self, message: str, policy_level: bool = False) -> None:
+        super().__init__(message)
+        self.policy_level = policy_level
 
 
 class ValidatingAdmissionPolicyPlugin:
@@ -59,6 +63,7 @@ class ValidatingAdmissionPolicyPlugin:
         self._authorizer = authorizer  # the server's, once security is set up
         self._compiled: dict[str, CompiledPolicy] = {}
         self._bindings: dict[str, list[dict[str, Any]]] | None = None
+        self._policies: list[dict[str, Any]] | None = None  # sorted by name; None: reread the cache
         self._following = False
         reg = rest.registry
         self._pol_res = reg.get(GROUP, "v1", "validatingadmissionpolicies")
@@ -78,6 +83,7 @@ class ValidatingAdmissionPolicyPlugin:
         name = ((ce.obj or ce.prev or {}).get("metadata") or {}).get("name")
         if name:
             self._compiled.pop(name, None)
+        self._policies = None
 
     def _binding_event(self, ce: Any) -> None:
         self._bindings = None
@@ -122,7 +128,10 @@ class ValidatingAdmissionPolicyPlugin:
             return
         assert self._pol_res is not None
         await self._follow()
-        policies = (await self.rest.cache_for(self._pol_res)).list(None)
+        if self._policies is None:
+            self._policies = sorted((await self.rest.cache_for(self._pol_res)).list(None),
+                                    key=lambda p: p["metadata"]["name"])
+        policies = self._policies
         if not policies:
             return
         bindings = await self._bindings_by_policy()
@@ -148,7 +157,7 @@ class ValidatingAdmissionPolicyPlugin:
 
         denials: list[tuple[str, str, _Decision]] = []
         shared: _Lazy | None = None
-        for pol in sorted(policies, key=lambda p: p["metadata"]["name"]):
+        for pol in policies:
             pname = pol["metadata"]["name"]
             pbindings = bindings.get(pname)
             if not pbindings:
@@ -168,7 +177,9 @@ class ValidatingAdmissionPolicyPlugin:
                     params = await self._params(spec, bspec, namespace)
                 except _ConfigError as e:
                     if cp.failure_policy == "Fail":
-                        denials.append((pname, bname, _Decision(True, f"failed to configure binding: {e}",
+                        denials.append((pname, "", _Decision(True, f"failed to configure policy: {e}", error=True))
+                                       if e.policy_level else
+                                       (pname, bname, _Decision(True, f"failed to configure binding: {e}",
                                                                 error=True)))
                     continue
                 for param in params:
@@ -207,7 +218,8 @@ class ValidatingAdmissionPolicyPlugin:
 
     @staticmethod
     def _refusal(res: Resource, name: str, pname: str, bname: str, d: _Decision) -> E.StatusError:
-        message = f"ValidatingAdmissionPolicy '{pname}' with binding '{bname}' denied request: {d.message}"
+        message = (f"ValidatingAdmissionPolicy '{pname}' with binding '{bname}' denied request: {d.message}" if bname
+                   else f"ValidatingAdmissionPolicy '{pname}' denied request: {d.message}")
         reason = d.reason or "Invalid"
         details: dict[str, Any] = {"name": name, "group": res.group, "kind": res.resource,
                                    "causes": [{"message": message}]}
@@ -225,7 +237,8 @@ class ValidatingAdmissionPolicyPlugin:
         group, _, version = gv.rpartition("/")
         pres = self.rest.registry.by_kind(group, kind.get("kind") or "", version)
         if pres is None:
-            raise _ConfigError(f"failed to find resource referenced by paramKind: '{gv}, Kind={kind.get('kind')}'")
+            raise _ConfigError(f"failed to find resource referenced by paramKind: '{gv}, Kind={kind.get('kind')}'",
+                               policy_level=True)
         ns: str | None = None
         if pres.namespaced:
             ns = ref.get("namespace") or req_ns
