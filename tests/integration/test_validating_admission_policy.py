@@ -491,9 +491,15 @@ def test_type_checking_warnings_in_status(c: Cluster) -> None:
         "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicass'\n"
                    " | object.spec.replicass > 1 && object.metadata.labels.app != ''\n"
                    " | ...........^"}]
-    apply(c, TYPO % "object.spec.replicas > 1")
+    # params are checked against a built-in paramKind's schema
+    apply(c, TYPO.replace("spec:\n", "spec:\n  paramKind: {apiVersion: v1, kind: ConfigMap}\n")
+          % "object.spec.replicas > 1 && params.dataa.max != ''")
     st = _status_at(c, 2)
-    assert st["observedGeneration"] == 2 and not st.get("typeChecking", {}).get("expressionWarnings")
+    assert [w["warning"].splitlines()[0] for w in st["typeChecking"]["expressionWarnings"]] == [
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:35: undefined field 'dataa'"]
+    apply(c, TYPO % "object.spec.replicas > 1")
+    st = _status_at(c, 3)
+    assert st["observedGeneration"] == 3 and not st.get("typeChecking", {}).get("expressionWarnings")
 
 
 STATUS = """\

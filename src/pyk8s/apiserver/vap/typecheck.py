@@ -7,7 +7,8 @@ annotations) is checked against that kind's OpenAPI schema, and problems are wri
 `status.typeChecking.expressionWarnings` with `status.observedGeneration`.
 
 cel-python has no type checker, so the check here is of field references: every
-`object.a.b` / `oldObject.a.b` chain is walked through the schema (properties; maps via
+`object.a.b` / `oldObject.a.b` chain is walked through the schema (and `params.a.b` through
+the paramKind's, where it is a built-in kind) (properties; maps via
 additionalProperties; x-kubernetes-preserve-unknown-fields stops the walk), and a name the
 schema does not have is reported in upstream's form
 `apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicass'` with the caret
@@ -88,7 +89,8 @@ def _caret(expression: str, line: int, col0: int) -> str:
     return f"\n | {text}\n | {'.' * col0}^"
 
 
-def check_expression(expression: str, gvk_label: str, schema: dict[str, Any]) -> list[str]:
+def check_expression(expression: str, gvk_label: str, schema: dict[str, Any],
+                     params: dict[str, Any] | None = None) -> list[str]:
     """The problems found in one expression for one kind, as upstream words them."""
     try:
         prog = compile_expression(expression)
@@ -100,9 +102,12 @@ def check_expression(expression: str, gvk_label: str, schema: dict[str, Any]) ->
         if node.data != "member_dot":
             continue
         ch = _chain(node)
-        if ch is None or ch[0] not in _ROOTS:
+        if ch is None:
             continue
-        bad = _undefined(schema, ch[1])
+        root = schema if ch[0] in _ROOTS else params if ch[0] == "params" else None
+        if root is None:
+            continue
+        bad = _undefined(root, ch[1])
         if bad is None:
             continue
         line, col = bad.line or 1, (bad.column or 1) - 2  # the select's position is its dot (0-based)
@@ -151,11 +156,17 @@ def check_policy(registry: Registry, policy: dict[str, Any]) -> list[dict[str, s
         name = definition_for_gvk(g, v, k)
         if name is not None:
             kinds.append((f"{g + '/' if g else ''}{v}, Kind={k}", definitions()[name]))
+    params = None
+    pk = spec.get("paramKind") or {}
+    if pk.get("apiVersion") and pk.get("kind"):
+        pg, _, pv = str(pk["apiVersion"]).rpartition("/")
+        pname = definition_for_gvk(pg, pv, str(pk["kind"]))
+        params = definitions()[pname] if pname is not None else None
     warnings: list[dict[str, str]] = []
     for ref, expr in _expressions(spec):
         found: list[str] = []
         for label, schema in kinds:
-            found.extend(check_expression(expr, label, schema))
+            found.extend(check_expression(expr, label, schema, params))
         if found:
             warnings.append({"fieldRef": ref, "warning": "\n".join(found)})
     return warnings
