@@ -575,7 +575,6 @@ metadata: {name: bad-kind}
 spec:
   policyName: bad-kind
   validationActions: [Deny]
-  paramRef: {name: x, parameterNotFoundAction: Allow}
 """
 
 

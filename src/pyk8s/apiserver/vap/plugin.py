@@ -50,11 +50,7 @@ class _Decision:
 
 
 class _ConfigError(Exception):
-    """A binding that cannot be evaluated (policy_level: the policy itself, e.g. an unknown paramKind)."""
-
-    def __init__(self, message: str, policy_level: bool = False) -> None:
-        super().__init__(message)
-        self.policy_level = policy_level
+    """A binding that cannot be evaluated (its paramRef finds nothing to use)."""
 
 
 class ValidatingAdmissionPolicyPlugin:
@@ -167,6 +163,11 @@ class ValidatingAdmissionPolicyPlugin:
             if not matches(spec.get("matchConstraints"), attrs, ns_labels, require_rules=True):
                 continue
             cp = self.policy(pol)
+            kind_err = self._param_kind_error(spec)
+            if kind_err:  # as upstream: the policy's own error, before (and whatever) its bindings
+                if cp.failure_policy == "Fail":
+                    denials.append((pname, "", _Decision(True, f"failed to configure policy: {kind_err}", error=True)))
+                continue
             collected: dict[str, list[str]] = {}
             for b in pbindings:
                 bspec = b.get("spec") or {}
@@ -177,9 +178,7 @@ class ValidatingAdmissionPolicyPlugin:
                     params = await self._params(spec, bspec, namespace)
                 except _ConfigError as e:
                     if cp.failure_policy == "Fail":
-                        denials.append((pname, "", _Decision(True, f"failed to configure policy: {e}", error=True))
-                                       if e.policy_level else
-                                       (pname, bname, _Decision(True, f"failed to configure binding: {e}",
+                        denials.append((pname, bname, _Decision(True, f"failed to configure binding: {e}",
                                                                 error=True)))
                     continue
                 for param in params:
@@ -229,16 +228,23 @@ class ValidatingAdmissionPolicyPlugin:
                              f'{res.qualified} "{name}" is forbidden: {message}', details)
 
     # ---- params ---------------------------------------------------------------------------
+    def _param_kind_error(self, spec: dict[str, Any]) -> str:
+        kind = spec.get("paramKind")
+        if not kind:
+            return ""
+        gv = kind.get("apiVersion") or ""
+        group, _, version = gv.rpartition("/")
+        if self.rest.registry.by_kind(group, kind.get("kind") or "", version) is None:
+            return f"failed to find resource referenced by paramKind: '{gv}, Kind={kind.get('kind')}'"
+        return ""
+
     async def _params(self, spec: dict[str, Any], bspec: dict[str, Any], req_ns: str) -> list[dict[str, Any] | None]:
         kind, ref = spec.get("paramKind"), bspec.get("paramRef")
         if not kind or not ref:
             return [None]
-        gv = kind.get("apiVersion") or ""
-        group, _, version = gv.rpartition("/")
+        group, _, version = (kind.get("apiVersion") or "").rpartition("/")
         pres = self.rest.registry.by_kind(group, kind.get("kind") or "", version)
-        if pres is None:
-            raise _ConfigError(f"failed to find resource referenced by paramKind: '{gv}, Kind={kind.get('kind')}'",
-                               policy_level=True)
+        assert pres is not None  # (_param_kind_error said so)
         ns: str | None = None
         if pres.namespaced:
             ns = ref.get("namespace") or req_ns
