@@ -41,7 +41,7 @@ def c(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     for ns, label in (("test", "environment=test"), ("prod", "environment=prod"), ("plain", ""),
                       ("params", "vap=params"), ("crdparams", "vap=crd"), ("warned", "vap=warn"),
                       ("costly", "vap=cost"), ("authz", "vap=authz"), ("guarded", "vap=guarded"),
-                      ("badkind", "vap=badkind")):
+                      ("badkind", "vap=badkind"), ("leak", "vap=leak")):
         cl.kubectl("create", "ns", ns)
         if label:
             cl.kubectl("label", "ns", ns, label)
@@ -585,3 +585,42 @@ def test_a_param_kind_that_does_not_exist_is_a_policy_error(c: Cluster) -> None:
     assert ("configmaps \"x\" is forbidden: ValidatingAdmissionPolicy 'bad-kind' denied request: failed to configure "
             "policy: failed to find resource referenced by paramKind: 'example.com/v1, Kind=BadParamKind'") in r.stderr, \
         r.stderr
+
+
+LEAK = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: leaky}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+    namespaceSelector: {matchLabels: {vap: leak}}
+  validations:
+  - expression: "params.data.token.foo == 1"
+  - expression: "object.metadata.name.repeat(2) != ''"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: leaky}
+spec:
+  policyName: leaky
+  validationActions: [Deny]
+  paramRef: {name: hidden, namespace: default}
+"""
+
+
+def test_errors_do_not_show_params_or_the_activation(c: Cluster) -> None:
+    c.kubectl("create", "configmap", "hidden", "-n", "default", "--from-literal=token=hunter2")
+    apply(c, LEAK)
+    r = c.kubectl("create", "configmap", "probe", "-n", "leak", check=False)
+    assert r.returncode != 0
+    assert "denied request: expression 'params.data.token.foo == 1' resulted in error: no such overload" in r.stderr, \
+        r.stderr
+    assert "hunter2" not in r.stderr
+    apply(c, LEAK.replace('"params.data.token.foo == 1"', '"true"'))
+    r = c.kubectl("create", "configmap", "probe", "-n", "leak", check=False)
+    assert ("denied request: expression 'object.metadata.name.repeat(2) != \'\'' resulted in error: found no "
+            "matching overload for 'repeat'") in r.stderr, r.stderr
+    assert "hunter2" not in r.stderr and len(r.stderr) < 1000

@@ -10,6 +10,7 @@ computed on its first use and shared by the policy's other expressions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,6 +38,21 @@ _GLOBALS: dict[str, Any] = {"format": library.FORMAT, "strings": library.STRINGS
 
 class EvalError(Exception):
     """An evaluation error, worded as upstream's."""
+
+
+_UNDECLARED = re.compile(r"undeclared reference to '([^']*)'")
+_MAX_MESSAGE = 1024
+
+
+def _message(text: str) -> str:
+    """cel-python's wording where it would show values (its activation, a param's field) to the
+    requester, who may not be allowed to read them: upstream's value-free wording instead."""
+    m = _UNDECLARED.match(text)
+    if m:
+        return f"found no matching overload for '{m.group(1)}'"
+    if "does not support field selection" in text:
+        return "no such overload"
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "..."
 
 
 class _MeteredEvaluator(Evaluator):
@@ -82,15 +98,15 @@ class Program:
         except C.CostExceeded:
             raise EvalError(_COST_EXCEEDED) from None
         except CELEvalError as e:
-            raise EvalError(runtime_message(e)) from None
+            raise EvalError(_message(runtime_message(e))) from None
         except RecursionError:
             raise EvalError("max recursion depth exceeded") from None
         except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError, AttributeError, IndexError) as e:
-            raise EvalError(str(e) or type(e).__name__) from None
+            raise EvalError(_message(str(e)) or type(e).__name__) from None
         finally:
             C.leave(token)
         if isinstance(value, CELEvalError):
-            raise EvalError(runtime_message(value))
+            raise EvalError(_message(runtime_message(value)))
         return value
 
 
