@@ -1,11 +1,12 @@
 """bench/api's admission phase: what a typical admission set costs on pod creates.
 
 One server, two namespaces: `plain` (no LimitRange, no Pod Security labels) and `guarded` (a
-LimitRange with Container defaults, min, max and a ratio, plus a Pod Security Pod limit, and the
-namespace labelled enforce/audit/warn=restricted). The same restricted-compliant pod, stating no
+LimitRange with Container defaults, min, max and a ratio, plus a Pod Security Pod limit, the
+namespace labelled enforce/audit/warn=restricted, and one ValidatingAdmissionPolicy bound to it:
+`object.spec.containers.all(c, has(c.resources))`). The same restricted-compliant pod, stating no
 resources (so LimitRanger defaults them), is created in both, in alternating rounds so the shared
 machine's load drifts over both alike. Reported: server CPU per create in each and their ratio
-(guarded / plain), and the create rates. (No CEL policy or webhook is in the set yet.)
+(guarded / plain), and the create rates. (No webhook is in the set yet.)
 Run alone: `python -m bench api_admission` (BENCH_ADMISSION_PODS per namespace, default 2000).
 """
 
@@ -26,12 +27,25 @@ N_PODS = int(os.environ.get("BENCH_ADMISSION_PODS", "2000"))
 ROUND = 250
 CONCURRENCY = 32
 
+# the typical set's CEL policy: every container states resources (LimitRanger's defaults satisfy it)
+CEL_POLICY = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": "resources-stated"},
+              "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [
+                  {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                   "resources": ["pods"]}]},
+                  "validations": [{"expression": "object.spec.containers.all(c, has(c.resources))",
+                                   "message": "every container must state its resources"}]}}
+CEL_BINDING = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": "resources-stated"},
+               "spec": {"policyName": "resources-stated", "validationActions": ["Deny"],
+                        "matchResources": {"namespaceSelector": {"matchLabels": {"bench": "guarded"}}}}}
 LIMIT_RANGE = {"metadata": {"name": "limits"}, "spec": {"limits": [
     {"type": "Container", "max": {"cpu": "1", "memory": "1Gi"}, "min": {"cpu": "1m", "memory": "1Mi"},
      "default": {"cpu": "100m", "memory": "64Mi"}, "defaultRequest": {"cpu": "10m", "memory": "16Mi"},
      "maxLimitRequestRatio": {"cpu": "20"}},
     {"type": "Pod", "max": {"cpu": "2", "memory": "2Gi"}}]}}
 RESTRICTED_LABELS = {f"pod-security.kubernetes.io/{m}": "restricted" for m in ("enforce", "audit", "warn")}
+RESTRICTED_LABELS["bench"] = "guarded"  # selects the CEL policy's binding
 
 
 def pod(name: str) -> bytes:
@@ -63,6 +77,10 @@ async def run(url: str, ssl_ctx: object, server_pid: int) -> None:
         assert st == 201, body
     st, body = await pool.request("POST", "/api/v1/namespaces/guarded/limitranges", orjson.dumps(LIMIT_RANGE), ct, 60)
     assert st == 201, body
+    vap = "/apis/admissionregistration.k8s.io/v1/"
+    for path, doc in (("validatingadmissionpolicies", CEL_POLICY), ("validatingadmissionpolicybindings", CEL_BINDING)):
+        st, body = await pool.request("POST", vap + path, orjson.dumps(doc), ct, 60)
+        assert st == 201, body
     await warm_up(pool, CONCURRENCY)
     cpu = {"plain": 0.0, "guarded": 0.0}
     wall = {"plain": 0.0, "guarded": 0.0}
@@ -80,7 +98,7 @@ async def run(url: str, ssl_ctx: object, server_pid: int) -> None:
     pool.close()
     plain_us, guarded_us = cpu["plain"] / N_PODS * 1e6, cpu["guarded"] / N_PODS * 1e6
     row(f"pod creates without admission set ({N_PODS})", N_PODS / wall["plain"], "/s")
-    row("pod creates with LimitRange + restricted", N_PODS / wall["guarded"], "/s", N_PODS / wall["plain"],
+    row("pod creates with LimitRange + restricted + CEL policy", N_PODS / wall["guarded"], "/s", N_PODS / wall["plain"],
         "same run without")
     row("server CPU per create, without", plain_us, "us")
     row("server CPU per create, with", guarded_us, "us", plain_us, "without", higher_is_better=False)
@@ -95,7 +113,7 @@ def main() -> None:
 
     from pyk8s.client.kubeconfig import load_kubeconfig
 
-    print("  -- admission phase: LimitRanger + PodSecurity restricted vs neither, one server process")
+    print("  -- admission phase: LimitRanger + PodSecurity restricted + one CEL policy vs none, one server process")
     c = Cluster(tempfile.mkdtemp(prefix="pyk8s-bench-adm-"),
                 extra_args=["--disable", "scheduler", "--disable", "controller-manager", "--disable", "dns"]).start()
     try:

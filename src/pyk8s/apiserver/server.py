@@ -147,6 +147,7 @@ class APIServer:
         self.pki: Any = None
         self.authenticator: Any = None
         self.authorizer: Any = None
+        self.vap: Any = None  # the ValidatingAdmissionPolicy plug-in (apiserver/vap/)
         self.port = config.port
         self.advertise_address = default_advertise_address(config.bind_address, config.advertise_address)
         check_family(self.advertise_address, config.service_cidr, config.endpoint_reconciler_type)
@@ -218,6 +219,10 @@ class APIServer:
 
             install_pod_security(self.rest, cfg.admission_control_config_file)
         apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
+        if "ValidatingAdmissionPolicy" not in cfg.admission_disable:  # CEL policies (apiserver/vap/)
+            from .vap import install as install_vap
+
+            self.vap = install_vap(self)
         self._setup_security()
         from . import crds, flowcontrol
 

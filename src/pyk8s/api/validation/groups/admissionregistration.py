@@ -247,6 +247,9 @@ def _policy_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
     for i, v in enumerate(validations):
         if isinstance(v, dict) and not (v.get("expression") or "").strip():
             errs.append(required(child(index(child(path, "validations"), i), "expression")))
+    from .admission_policy_cel import validate_policy_expressions  # (it compiles CEL: loaded on first use)
+
+    errs += validate_policy_expressions(spec, path)
     return errs
 
 
