@@ -157,6 +157,7 @@ class APIServer:
         self.audit = config.audit.build() if config.audit is not None else None
         self.flowcontrol: Any = None  # the APF or max-in-flight filter (flowcontrol.py)
         self.aggregator: Any = None  # APIService proxying (aggregator.py)
+        self.webhooks: Any = None  # admission webhooks (webhooks/)
         self.metrics: Any = None  # apiserver/metrics.py's APIServerMetrics; None with --disable metrics
 
     @property
@@ -218,6 +219,9 @@ class APIServer:
 
             install_pod_security(self.rest, cfg.admission_control_config_file)
         apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
+        from .webhooks import install as install_webhooks
+
+        self.webhooks = install_webhooks(self, cfg.admission_disable)  # admission webhooks (docs/admission.md)
         self._setup_security()
         from . import crds, flowcontrol
 
@@ -301,6 +305,8 @@ class APIServer:
                 pass
         if self.crds is not None:
             await self.crds.stop()
+        if self.webhooks is not None:
+            await self.webhooks.client.close()  # pooled connections to webhooks
         if self._runner is not None:
             shutdown.close_watches(self.caches)  # any that began while the others were drained
             await self._runner.cleanup()  # the connections handed to aiohttp
