@@ -491,3 +491,40 @@ def test_webhook_configurations_are_exempt(env: tuple[Cluster, Hooks]) -> None:
     _remove(c, "MutatingWebhookConfiguration", "during-lockout")
     r = raw_request(c, "DELETE", f"{ADM}/validatingwebhookconfigurations/lockout")
     assert r.status == 200, r.body
+
+
+def test_match_policy_equivalent_converts_and_exact_does_not_match(env: tuple[Cluster, Hooks]) -> None:
+    c, h = env
+    v1_rule = [{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v1"],
+                "resources": ["horizontalpodautoscalers"]}]
+    _configure(c, "MutatingWebhookConfiguration", "equiv", [
+        _hook("equiv.example.com", "/label", "equiv", h, rules=v1_rule),
+        _hook("exact.example.com", "/deny", "equiv", h, rules=v1_rule, matchPolicy="Exact")])
+    try:
+        n_label, n_deny = len(h.seen.get("/label", [])), len(h.seen.get("/deny", []))
+        hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+               "metadata": {"name": "eq1", "namespace": NS, "labels": {"t": "equiv"}},
+               "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                        "minReplicas": 1, "maxReplicas": 3, "metrics": [{"type": "Resource", "resource": {
+                            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}]}}
+        r = raw_request(c, "POST", f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers", hpa)
+        assert r.status == 201, r.body
+        # the v1 webhook was sent the object in v1 (converted), saying the request was for v2
+        req = h.seen["/label"][n_label]["request"]
+        assert req["kind"] == {"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"}
+        assert req["requestKind"] == {"group": "autoscaling", "version": "v2", "kind": "HorizontalPodAutoscaler"}
+        assert req["resource"]["version"] == "v1" and req["requestResource"]["version"] == "v2"
+        assert req["object"]["apiVersion"] == "autoscaling/v1"
+        assert req["object"]["spec"]["targetCPUUtilizationPercentage"] == 60
+        # its patch (made to the v1 object) is kept, and the v2 fields survive the round trip
+        assert r.json()["metadata"]["labels"]["mutated"] == "yes"
+        assert r.json()["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
+        # the Exact webhook only matches v1 requests
+        assert len(h.seen.get("/deny", [])) == n_deny
+        hpa["apiVersion"], hpa["metadata"]["name"] = "autoscaling/v1", "eq2"
+        hpa["spec"] = {"scaleTargetRef": hpa["spec"]["scaleTargetRef"], "maxReplicas": 3}
+        r = raw_request(c, "POST", f"/apis/autoscaling/v1/namespaces/{NS}/horizontalpodautoscalers", hpa)
+        assert r.status == 201, r.body
+        assert h.seen["/deny"][n_deny]["request"]["requestKind"]["version"] == "v1"
+    finally:
+        _remove(c, "MutatingWebhookConfiguration", "equiv")

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from ...api import errors as E
+from ...api.conversion import ConversionError, can_convert, convert
 from ...api.patch.json_patch import apply_json_patch, decode_json_patch
 from ...api.resources import Resource
 from ..audit.filter import add_annotation, audited_at
@@ -121,13 +122,15 @@ class Dispatcher:
         return out
 
     def _match_resource(self, h: Hook, res: Resource, op: str, sub: str) -> Resource | None:
-        """The resource (version) the webhook is sent the request as, or None."""
+        """The resource (version) the webhook is sent the request as, or None: the request's own
+        (res), or under matchPolicy Equivalent another version of it the object converts to."""
         if any(rule_matches(r, op, res.group, res.version, res.resource, sub, res.namespaced) for r in h.rules):
             return res
         if h.exact:
             return None
         for eq in self._equivalent(res):
-            if any(rule_matches(r, op, eq.group, eq.version, eq.resource, sub, eq.namespaced) for r in h.rules):
+            if any(rule_matches(r, op, eq.group, eq.version, eq.resource, sub, eq.namespaced) for r in h.rules) \
+                    and (eq.crd is not None or can_convert(res.api_version, res.kind, eq.api_version)):
                 return eq
         return None
 
@@ -142,8 +145,8 @@ class Dispatcher:
         return ((ns or {}).get("metadata") or {}).get("labels") or {}
 
     async def _matches(self, h: Hook, res: Resource, op: str, sub: str, namespace: str | None,
-                       obj: dict[str, Any] | None, old: dict[str, Any] | None) -> Resource | None:
-        as_res = self._match_resource(h, res, op, sub)
+                       obj: dict[str, Any] | None, old: dict[str, Any] | None, ctx: Any) -> Resource | None:
+        as_res = self._match_resource(h, _requested(res, ctx), op, sub)
         if as_res is None:
             return None
         if h.object_selector is not None:
@@ -161,13 +164,11 @@ class Dispatcher:
     def _review(self, h: Hook, as_res: Resource, res: Resource, op: str, sub: str, namespace: str | None,
                 name: str, obj: dict[str, Any] | None, old: dict[str, Any] | None, ctx: Any) -> dict[str, Any]:
         version = "admission.k8s.io/v1" if "v1" in h.review_versions else "admission.k8s.io/v1beta1"
-        gv = f"{as_res.group}/{as_res.version}" if as_res.group else as_res.version
 
         def typed(o: dict[str, Any] | None) -> dict[str, Any] | None:
-            if o is None:
-                return None
-            return {"apiVersion": gv, "kind": as_res.kind, **{k: v for k, v in o.items()
-                                                                 if k not in ("apiVersion", "kind")}}
+            return None if o is None else _convert(o, res, as_res)
+
+        asked = _requested(res, ctx)
 
         user: Any = getattr(ctx, "user", None)
         ui: dict[str, Any] = {"username": getattr(user, "name", "") or ""}
@@ -186,8 +187,8 @@ class Dispatcher:
             "uid": str(uuid.uuid4()),
             "kind": {"group": as_res.group, "version": as_res.version, "kind": as_res.kind},
             "resource": {"group": as_res.group, "version": as_res.version, "resource": as_res.resource},
-            "requestKind": {"group": res.group, "version": res.version, "kind": res.kind},
-            "requestResource": {"group": res.group, "version": res.version, "resource": res.resource},
+            "requestKind": {"group": asked.group, "version": asked.version, "kind": asked.kind},
+            "requestResource": {"group": asked.group, "version": asked.version, "resource": asked.resource},
         }
         if sub:
             req["subResource"] = sub
@@ -293,7 +294,7 @@ class Dispatcher:
                           ctx: Any) -> bool | None:
         """Call one mutating webhook and apply its patch: whether it changed the object; None: not called."""
         name = (obj.get("metadata") or {}).get("name") or ""
-        as_res = await self._matches(h, res, op, sub, namespace, obj, old)
+        as_res = await self._matches(h, res, op, sub, namespace, obj, old, ctx)
         if as_res is None:
             return None
         review = self._review(h, as_res, res, op, sub, namespace, name, obj, old, ctx)
@@ -319,6 +320,10 @@ class Dispatcher:
                     raise _Rejected(E.new_internal_error(e.message)) from None
                 if not isinstance(new, dict):
                     raise _Rejected(E.new_internal_error("json: cannot unmarshal into Go value of type map"))
+                try:
+                    new = _convert(new, as_res, res)  # back to the version stored
+                except ConversionError as e:
+                    raise _Rejected(E.new_internal_error(str(e))) from None
                 new.pop("apiVersion", None)
                 new.pop("kind", None)
                 for k in ("apiVersion", "kind"):
@@ -360,7 +365,7 @@ class Dispatcher:
 
     async def _mutate_one_delete(self, h: Hook, index: int, res: Resource, namespace: str | None, name: str,
                                  old: dict[str, Any], ctx: Any) -> None:
-        as_res = await self._matches(h, res, "DELETE", "", namespace, None, old)
+        as_res = await self._matches(h, res, "DELETE", "", namespace, None, old, ctx)
         if as_res is None:
             return
         review = self._review(h, as_res, res, "DELETE", "", namespace, name, None, old, ctx)
@@ -380,7 +385,7 @@ class Dispatcher:
                         obj: dict[str, Any] | None, old: dict[str, Any] | None, ctx: Any) -> None:
         calls = []
         for h in list(self.validating_hooks):
-            as_res = await self._matches(h, res, op, sub, namespace, obj, old)
+            as_res = await self._matches(h, res, op, sub, namespace, obj, old, ctx)
             if as_res is None:
                 continue
             calls.append(self._validate_one(h, self._review(h, as_res, res, op, sub, namespace, name, obj, old,
@@ -401,6 +406,20 @@ class Dispatcher:
         resp = await self._call(h, review)
         if resp is not None:
             self._after(h, resp, ctx)
+
+
+def _requested(res: Resource, ctx: Any) -> Resource:
+    """The resource the request named: admission is handed the storage one (res)."""
+    r = getattr(ctx, "resource", None)
+    return r if isinstance(r, Resource) and (r.group, r.resource) == (res.group, res.resource) else res
+
+
+def _convert(obj: dict[str, Any], src: Resource, dst: Resource) -> dict[str, Any]:
+    """obj (of src's version) in dst's version, with dst's apiVersion and kind (matchPolicy Equivalent)."""
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    if src.api_version == dst.api_version or dst.crd is not None:
+        return {"apiVersion": dst.api_version, "kind": dst.kind, **body}
+    return convert({"apiVersion": src.api_version, "kind": src.kind, **body}, dst.api_version)
 
 
 def _decode_patch(name: str, patch_b64: Any) -> list[dict[str, Any]]:
