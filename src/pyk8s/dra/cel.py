@@ -17,7 +17,6 @@ above upstream's limit are refused at validation with upstream's message.
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +27,8 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from ..api.quantity import Quantity, parse_quantity
+from ..cel import quantity
+from ..cel.env import runtime_message
 
 __all__ = ["CompiledSelector", "CELError", "compile_selector", "device_matches", "estimate_cost", "MAX_COST",
            "MAX_EXPRESSION_LENGTH"]
@@ -52,70 +52,7 @@ class CompiledSelector:
     cost: int
 
 
-class _CELQuantity:
-    """A Kubernetes quantity as a CEL value (the `kubernetes.Quantity` type)."""
-
-    __slots__ = ("q",)
-
-    def __init__(self, q: Quantity) -> None:
-        self.q = q
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _CELQuantity) and self.q.cmp(other.q) == 0
-
-    def __hash__(self) -> int:
-        return hash(self.q)
-
-    def __repr__(self) -> str:
-        return f"quantity({str(self.q)!r})"
-
-
-def _q(v: Any) -> Quantity:
-    if isinstance(v, _CELQuantity):
-        return v.q
-    raise CELEvalError(f"no such overload: {type(v).__name__}", TypeError, None)
-
-
-def _quantity(s: Any) -> _CELQuantity:
-    try:
-        return _CELQuantity(parse_quantity(str(s)))
-    except ValueError as e:
-        raise CELEvalError(f"quantities must match the regular expression: {e}", ValueError, None) from None
-
-
-def _is_quantity(s: Any) -> celtypes.BoolType:
-    try:
-        parse_quantity(str(s))
-    except ValueError:
-        return celtypes.BoolType(False)
-    return celtypes.BoolType(True)
-
-
-def _as_integer(a: Any) -> celtypes.IntType:
-    q = _q(a)
-    n = q.to_int()
-    if Quantity.from_int(n).cmp(q) != 0 or not -(2**63) <= n < 2**63:
-        raise CELEvalError("cannot convert value to integer", ValueError, None)
-    return celtypes.IntType(n)
-
-
-def _other(b: Any) -> Quantity:
-    return _q(b) if isinstance(b, _CELQuantity) else Quantity.from_int(int(b))
-
-
-_FUNCTIONS: dict[str, Any] = {
-    "quantity": _quantity,
-    "isQuantity": _is_quantity,
-    "compareTo": lambda a, b: celtypes.IntType(_q(a).cmp(_q(b))),
-    "isGreaterThan": lambda a, b: celtypes.BoolType(_q(a).cmp(_q(b)) > 0),
-    "isLessThan": lambda a, b: celtypes.BoolType(_q(a).cmp(_q(b)) < 0),
-    "asInteger": _as_integer,
-    "asApproximateFloat": lambda a: celtypes.DoubleType(_q(a).to_float()),
-    "isInteger": lambda a: celtypes.BoolType(Quantity.from_int(_q(a).to_int()).cmp(_q(a)) == 0),
-    "sign": lambda a: celtypes.IntType(_q(a).cmp(Quantity())),
-    "add": lambda a, b: _CELQuantity(_q(a) + _other(b)),
-    "sub": lambda a, b: _CELQuantity(_q(a) - _other(b)),
-}
+_FUNCTIONS: dict[str, Any] = quantity.FUNCTIONS
 
 _env = celpy.Environment()
 _lock = threading.Lock()
@@ -200,7 +137,7 @@ def _attribute_value(v: Any) -> Any:
 def _capacity_value(v: Any) -> Any:
     """v1beta1 DeviceCapacity is {value: quantity}."""
     raw = v.get("value") if isinstance(v, dict) else v
-    return _CELQuantity(parse_quantity(raw))
+    return quantity.quantity_value(raw)
 
 
 def device_activation(driver: str, basic: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,30 +149,16 @@ def device_activation(driver: str, basic: Mapping[str, Any]) -> dict[str, Any]:
     })}
 
 
-_NO_MEMBER = re.compile(r"no such (?:member in mapping|key)[^']*'?([^']*)'?")
-
-
-def _runtime_message(e: CELEvalError) -> str:
-    text = str(e.args[0]) if e.args else str(e)
-    m = _NO_MEMBER.match(text)
-    if m:
-        key = m.group(1)
-        if not key and len(e.args) > 2 and e.args[2]:
-            key = str(e.args[2][0])
-        return f"no such key: {key}"
-    return text
-
-
 def device_matches(selector: CompiledSelector, activation: dict[str, Any]) -> bool:
     """Evaluate against a device: CELError with upstream's wording when it fails or is not bool."""
     try:
         result = selector.program.evaluate(activation)
     except CELEvalError as e:
-        raise CELError(f"CEL runtime error: {_runtime_message(e)}") from None
+        raise CELError(f"CEL runtime error: {runtime_message(e)}") from None
     except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError) as e:
         raise CELError(f"CEL runtime error: {e}") from None
     if isinstance(result, CELEvalError):
-        raise CELError(f"CEL runtime error: {_runtime_message(result)}")
+        raise CELError(f"CEL runtime error: {runtime_message(result)}")
     if not isinstance(result, celtypes.BoolType) and not isinstance(result, bool):
         raise CELError("CEL runtime error: must evaluate to bool")
     return bool(result)
