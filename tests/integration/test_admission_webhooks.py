@@ -318,7 +318,16 @@ def test_namespace_object_selectors_and_match_conditions(env: tuple[Cluster, Hoo
         _hook("nssel.example.com", "/deny", "nssel", h, namespaceSelector={"matchLabels": {"env": "prod"}}),
         _hook("cond.example.com", "/deny", "cond", h, matchConditions=[
             {"name": "not-exempt", "expression": "!has(object.metadata.annotations) || "
-                                                 "!('exempt' in object.metadata.annotations)"}])])
+                                                 "!('exempt' in object.metadata.annotations)"},
+            {"name": "by-a-user", "expression": "request.userInfo.username != ''"}]),
+        # the authorizer answers for the requesting user (the admin may delete secrets: skipped)
+        _hook("authz.example.com", "/deny", "authz", h, matchConditions=[
+            {"name": "not-admin", "expression": "!authorizer.group('').resource('secrets').namespace('wh')"
+                                                ".check('delete').allowed()"}]),
+        # ... and for a service account named in the expression (which may not: skipped)
+        _hook("authz-sa.example.com", "/deny", "authz-sa", h, matchConditions=[
+            {"name": "sa-may", "expression": "authorizer.serviceAccount('wh', 'nobody').group('')"
+                                             ".resource('secrets').namespace('wh').check('delete').allowed()"}])])
     try:
         assert _create(c, _cm("n1", "nssel", ns="wh-prod", deny="yes")).status == 403
         assert _create(c, _cm("n1", "nssel", ns="wh-dev", deny="yes")).status == 201
@@ -328,6 +337,8 @@ def test_namespace_object_selectors_and_match_conditions(env: tuple[Cluster, Hoo
         assert _create(c, cm).status == 403
         cm["metadata"]["annotations"] = {"exempt": "true"}
         assert _create(c, cm).status == 201
+        assert _create(c, _cm("az1", "authz", deny="yes")).status == 201
+        assert _create(c, _cm("az2", "authz-sa", deny="yes")).status == 201
     finally:
         _remove(c, "ValidatingWebhookConfiguration", "sel")
 
@@ -336,12 +347,26 @@ def test_match_condition_error_fails_per_policy(env: tuple[Cluster, Hooks]) -> N
     c, h = env
     _configure(c, "ValidatingWebhookConfiguration", "conderr", [
         _hook("conderr.example.com", "/deny", "conderr", h, matchConditions=[
+            {"name": "bad", "expression": "object.metadata.nosuchfield == 'x'"}]),
+        _hook("condignore.example.com", "/deny", "condignore", h, failurePolicy="Ignore", matchConditions=[
             {"name": "bad", "expression": "object.metadata.nosuchfield == 'x'"}])])
     try:
         r = _create(c, _cm("ce1", "conderr"))
         assert r.status == 500 and 'failed calling webhook "conderr.example.com"' in r.json()["message"]
+        assert "no such key: nosuchfield" in r.json()["message"]
+        assert _create(c, _cm("ce2", "condignore", deny="yes")).status == 201
     finally:
         _remove(c, "ValidatingWebhookConfiguration", "conderr")
+    # a condition that does not compile is refused when the configuration is written
+    r = raw_request(c, "POST", f"{ADM}/validatingwebhookconfigurations", {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "uncompilable"}, "webhooks": [_hook("x.example.com", "/deny", "x", h, matchConditions=[
+            {"name": "syntax", "expression": "object.metadata.name =="},
+            {"name": "undeclared", "expression": "params.x == 1"}])]})
+    assert r.status == 422, r.body
+    causes = {x["field"]: x["message"] for x in r.json()["details"]["causes"]}
+    assert "compilation failed" in causes["webhooks[0].matchConditions[0].expression"]
+    assert "undeclared reference to 'params'" in causes["webhooks[0].matchConditions[1].expression"]
 
 
 def test_dry_run_and_side_effects(env: tuple[Cluster, Hooks]) -> None:

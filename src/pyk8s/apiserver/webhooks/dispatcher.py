@@ -26,7 +26,7 @@ from ...api.patch.json_patch import apply_json_patch, decode_json_patch
 from ...api.resources import Resource
 from ..audit.filter import add_annotation, audited_at
 from .client import CallError, WebhookClient
-from .matching import ConditionError, Hook, rule_matches
+from .matching import ConditionError, Hook, authorizer_for, rule_matches
 
 __all__ = ["Dispatcher", "EXEMPT_RESOURCES"]
 
@@ -201,13 +201,16 @@ class Dispatcher:
                     "dryRun": bool(ctx.dry_run), "options": opts})
         return {"kind": "AdmissionReview", "apiVersion": version, "request": req}
 
-    def _conditions(self, h: Hook, review: dict[str, Any]) -> bool:
+    def _conditions(self, h: Hook, review: dict[str, Any], ctx: Any) -> bool:
         """matchConditions; False skips the webhook. Errors fail per failurePolicy."""
         if not h.conditions and not h.condition_error:
             return True
         req = review["request"]
         try:
-            return h.conditions_match({"object": req["object"], "oldObject": req["oldObject"], "request": req})
+            authz = getattr(self.server, "authorizer", None)
+            return h.conditions_match({"object": req["object"], "oldObject": req["oldObject"], "request": req,
+                                       "authorizer": authorizer_for(getattr(authz, "authorize", None),
+                                                                    getattr(ctx, "user", None))})
         except ConditionError as e:
             if h.fail_open:
                 log.warning("webhook %s: matchConditions failed, ignored: %s", h.name, e)
@@ -298,7 +301,7 @@ class Dispatcher:
         if as_res is None:
             return None
         review = self._review(h, as_res, res, op, sub, namespace, name, obj, old, ctx)
-        if not self._conditions(h, review):
+        if not self._conditions(h, review, ctx):
             return None
         self._check_dry_run(h, ctx)
         resp = await self._call(h, review)
@@ -369,7 +372,7 @@ class Dispatcher:
         if as_res is None:
             return
         review = self._review(h, as_res, res, "DELETE", "", namespace, name, None, old, ctx)
-        if not self._conditions(h, review):
+        if not self._conditions(h, review, ctx):
             return
         self._check_dry_run(h, ctx)
         resp = await self._call(h, review)
@@ -400,7 +403,7 @@ class Dispatcher:
                 raise r
 
     async def _validate_one(self, h: Hook, review: dict[str, Any], ctx: Any) -> None:
-        if not self._conditions(h, review):
+        if not self._conditions(h, review, ctx):
             return
         self._check_dry_run(h, ctx)
         resp = await self._call(h, review)

@@ -7,12 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import celpy
 from celpy import celtypes
 
+from ... import cel
 from ...api.labels import Selector, SelectorParseError, selector_from_label_selector
+from ..authn import UserInfo
+from ..authz import RequestAttributes
 
-__all__ = ["Hook", "rule_matches", "ConditionError"]
+__all__ = ["Hook", "rule_matches", "ConditionError", "authorizer_for", "CONDITION_ENV"]
+
+# what a webhook's matchCondition sees, as upstream's (no params, no variables; validation compiles in the same)
+CONDITION_ENV = cel.Env.of({n: None for n in ("object", "oldObject", "request", "authorizer")})
 
 
 class ConditionError(Exception):
@@ -61,12 +66,11 @@ class Hook:
         h.side_effects = spec.get("sideEffects") or ""
         h.reinvoke = spec.get("reinvocationPolicy") == "IfNeeded"
         h.review_versions = list(spec.get("admissionReviewVersions") or [])
-        env = celpy.Environment()
         for c in spec.get("matchConditions") or []:
-            try:
-                prog = env.program(env.compile(str(c.get("expression") or "")))
-            except Exception as e:  # cel-python raises its own parse errors
-                h.condition_error = f"compilation failed for matchCondition {c.get('name')!r}: {e}"
+            try:  # (validation compiles them too; a configuration stored before that still fails here)
+                prog = cel.compile(str(c.get("expression") or ""), CONDITION_ENV)
+            except cel.CompileError as e:
+                h.condition_error = f"matchCondition {c.get('name')!r}: {e}"
                 break
             h.conditions.append((str(c.get("name") or ""), prog))
         return h
@@ -77,23 +81,42 @@ class Hook:
             raise ConditionError(self.condition_error)
         if not self.conditions:
             return True
-        act = {k: celpy.json_to_cel(v) for k, v in activation.items()}
         failed: list[str] = []
         for name, prog in self.conditions:
             try:
-                r = prog.evaluate(act)
-            except Exception as e:
+                r = prog.evaluate(activation)
+            except cel.CELError as e:
                 failed.append(f"expression '{name}' resulted in error: {e}")
                 continue
-            if isinstance(r, BaseException):
-                failed.append(f"expression '{name}' resulted in error: {r}")
-            elif not isinstance(r, (bool, celtypes.BoolType)):
+            if not isinstance(r, (bool, celtypes.BoolType)):
                 failed.append(f"expression '{name}' resulted in error: no such overload")
             elif not r:
                 return False  # a false condition skips the webhook, even when another errs (as upstream)
         if failed:
             raise ConditionError("; ".join(failed))
         return True
+
+
+def authorizer_for(authorize: Any, user: Any) -> cel.Authorizer | None:
+    """The `authorizer` variable: checks answered by the server's authorizer for the requesting user
+    (or, after `serviceAccount(ns, name)`, for that service account)."""
+    if authorize is None or user is None:
+        return None
+
+    def decide(check: cel.AuthzCheck) -> tuple[bool, str, str]:
+        who = user
+        if check.user and check.user != user.name:  # authorizer.serviceAccount(ns, name)
+            ns = check.user.split(":")[2] if check.user.count(":") == 3 else ""
+            who = UserInfo(name=check.user, groups=["system:serviceaccounts", f"system:serviceaccounts:{ns}",
+                                                    "system:authenticated"])
+        attrs = RequestAttributes(verb=str(check.verb), api_group=str(check.group), resource=str(check.resource),
+                                  subresource=str(check.subresource), name=str(check.name),
+                                  namespace=str(check.namespace), resource_request=not check.path,
+                                  path=str(check.path))
+        allowed, reason = authorize(who, attrs)
+        return allowed, reason, ""
+
+    return cel.Authorizer(decide, getattr(user, "name", ""))
 
 
 def _in(values: list[Any], v: str) -> bool:
