@@ -95,16 +95,17 @@ class Dispatcher:
             self._rebuild(c, mutating)
 
     def _rebuild(self, cache: Any, mutating: bool) -> None:
-        """Compile the hooks again (a configuration write is rare; matchConditions compile once per write)."""
-        old = {(h.configuration, h.name, id(h.spec)): h for h in
+        """Prepare the hooks again on a configuration write (rare): an unchanged configuration
+        (same resourceVersion) keeps its prepared hooks and compiled matchConditions."""
+        old = {(h.configuration, h.version, h.index): h for h in
                (self.mutating_hooks if mutating else self.validating_hooks)}
         hooks: list[Hook] = []
         for cfg in sorted(cache.list(None), key=lambda o: o["metadata"]["name"]):
-            name = cfg["metadata"]["name"]
-            for spec in cfg.get("webhooks") or []:
+            name, rv = cfg["metadata"]["name"], str(cfg["metadata"].get("resourceVersion") or "")
+            for i, spec in enumerate(cfg.get("webhooks") or []):
                 if isinstance(spec, dict):
-                    h = old.get((name, spec.get("name") or "", id(spec)))
-                    hooks.append(h if h is not None else Hook.build(name, spec, mutating))
+                    h = old.get((name, rv, i))
+                    hooks.append(h if h is not None else Hook.build(name, spec, mutating, rv, i))
         if mutating:
             self.mutating_hooks = hooks
         else:
@@ -141,7 +142,7 @@ class Dispatcher:
         if not res.namespaced or not namespace:
             return None  # cluster-scoped: the namespaceSelector does not apply
         ns_res = self.server.registry.get("", "v1", "namespaces")
-        ns = await self.server.rest.get_current(ns_res, None, namespace)
+        ns = await self.server.rest.get_current(ns_res, None, namespace, consistent=False)  # (a lister, as upstream)
         return ((ns or {}).get("metadata") or {}).get("labels") or {}
 
     async def _matches(self, h: Hook, res: Resource, op: str, sub: str, namespace: str | None,

@@ -41,6 +41,8 @@ class Hook:
     configuration: str
     spec: dict[str, Any]
     mutating: bool
+    version: str = ""  # the configuration's resourceVersion
+    index: int = 0  # the webhook's place in it
     name: str = ""
     rules: list[dict[str, Any]] = field(default_factory=list)
     exact: bool = False
@@ -55,8 +57,9 @@ class Hook:
     review_versions: list[str] = field(default_factory=list)
 
     @classmethod
-    def build(cls, configuration: str, spec: dict[str, Any], mutating: bool) -> Hook:
-        h = cls(configuration, spec, mutating, name=spec.get("name") or "")
+    def build(cls, configuration: str, spec: dict[str, Any], mutating: bool, version: str = "",
+              index: int = 0) -> Hook:
+        h = cls(configuration, spec, mutating, version, index, name=spec.get("name") or "")
         h.rules = [r for r in spec.get("rules") or [] if isinstance(r, dict)]
         h.exact = spec.get("matchPolicy") == "Exact"
         h.namespace_selector = _sel(spec.get("namespaceSelector"))
