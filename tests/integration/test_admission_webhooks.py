@@ -39,9 +39,10 @@ def _patch(ops: list[dict[str, Any]]) -> str:
 class Hooks:
     """The webhook server: what each path answers, and the reviews it was sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, require_client_cert: bool = False) -> None:
         self.ip = host_ip()
         self.seen: dict[str, list[dict[str, Any]]] = {}
+        self.authorization: list[str | None] = []
         d = tempfile.mkdtemp(prefix="webhook-tls-")
         ca, ca_key = new_ca("webhook-test-ca", datetime.timedelta(days=1))
         key = new_ec_key()
@@ -56,6 +57,10 @@ class Hooks:
             f.write(private_key_pem(key))
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(crt, kp)
+        self.ca, self.ca_key = ca, ca_key
+        if require_client_cert:  # only the API server holding a certificate from our CA may call
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(cadata=self.ca_pem.decode())
         self.app = ThreadedHTTPSApp(self.ip, ctx, self.handle, client_max_size=8 * 1024 * 1024)
         self.port = self.app.port
 
@@ -64,6 +69,7 @@ class Hooks:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         review = await request.json()
+        self.authorization.append(request.headers.get("Authorization"))
         path = request.path
         self.seen.setdefault(path, []).append(review)
         req = review["request"]
@@ -553,3 +559,41 @@ def test_match_policy_equivalent_converts_and_exact_does_not_match(env: tuple[Cl
         assert h.seen["/deny"][n_deny]["request"]["requestKind"]["version"] == "v1"
     finally:
         _remove(c, "MutatingWebhookConfiguration", "equiv")
+
+
+def test_kube_config_file_credentials_presented(env: tuple[Cluster, Hooks], tmp_path: Any) -> None:
+    c, _ = env
+    h = Hooks(require_client_cert=True)
+    key = new_ec_key()
+    cert = issue_leaf(h.ca, h.ca_key, x509_name("kube-apiserver-webhook-client"), key, server=False)
+    kubeconfig = tmp_path / "webhook-kubeconfig.yaml"
+    kubeconfig.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "users": [
+        {"name": "*.example.com", "user": {"token": "wrong-entry"}},
+        {"name": f"{h.ip}:{h.port}", "user": {
+            "client-certificate-data": base64.b64encode(certificate_pem(cert)).decode(),
+            "client-key-data": base64.b64encode(private_key_pem(key)).decode(), "token": "s3cret"}}]}))
+    admission = tmp_path / "admission.yaml"
+    admission.write_text(json.dumps({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration",
+                                     "plugins": [{"name": n, "configuration": {
+                                         "apiVersion": "apiserver.config.k8s.io/v1",
+                                         "kind": "WebhookAdmissionConfiguration",
+                                         "kubeConfigFile": str(kubeconfig)}}
+                                         for n in ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")]}))
+    with_creds = Cluster(str(tmp_path / "data"), extra_args=[
+        "--disable", "metrics-server", "--disable", "controller-manager", "--disable", "scheduler", "--disable", "dns",
+        "--admission-control-config-file", str(admission)]).start()
+    try:
+        for cl in (with_creds, c):
+            _configure(cl, "ValidatingWebhookConfiguration", "creds", [_hook("creds.example.com", "/deny", "creds", h)])
+        with_creds.kubectl("create", "namespace", NS)
+        r = _create(with_creds, _cm("cr1", "creds", deny="yes"))
+        assert r.status == 403 and 'admission webhook "creds.example.com" denied' in r.json()["message"]
+        assert h.authorization == ["Bearer s3cret"]
+        # the module's server names no credentials: the webhook refuses its handshake
+        r = _create(c, _cm("cr1", "creds", deny="yes"))
+        assert r.status == 500 and 'failed calling webhook "creds.example.com"' in r.json()["message"]
+        assert h.authorization == ["Bearer s3cret"]
+    finally:
+        _remove(c, "ValidatingWebhookConfiguration", "creds")
+        with_creds.stop()
+        h.stop()

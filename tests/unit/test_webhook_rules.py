@@ -51,3 +51,19 @@ def test_operations_groups_versions_scope() -> None:
 def test_webhook_plugins_can_be_disabled_by_upstream_names() -> None:
     on, off = resolve([], ["MutatingAdmissionWebhook,ValidatingAdmissionWebhook"])
     assert off == {"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"} and not on
+
+
+def test_credentials_lookup_order() -> None:
+    from pyk8s.apiserver.webhooks.credentials import Credentials, resolve
+
+    def c(n: str) -> Credentials:
+        return Credentials(None, n)
+
+    creds = {"a.b.svc:8443": c("exact"), "*.b.svc:8443": c("wild-port"), "a.b.svc": c("host"),
+             "*.svc": c("wild"), "*": c("any")}
+    assert resolve(creds, "a.b.svc", 8443) == c("exact")
+    assert resolve(creds, "x.b.svc", 8443) == c("wild-port")
+    assert resolve(creds, "a.b.svc", 443) == c("host")  # the host alone only stands for port 443
+    assert resolve(creds, "z.y.svc", 443) == c("wild")
+    assert resolve(creds, "z.y.svc", 9443) == c("any")
+    assert resolve({}, "a.b.svc", 443) is None

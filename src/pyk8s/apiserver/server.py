@@ -221,7 +221,8 @@ class APIServer:
         apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
         from .webhooks import install as install_webhooks
 
-        self.webhooks = install_webhooks(self, cfg.admission_disable)  # admission webhooks (docs/admission.md)
+        # admission webhooks (docs/admission.md)
+        self.webhooks = install_webhooks(self, cfg.admission_disable, cfg.admission_control_config_file)
         self._setup_security()
         from . import crds, flowcontrol
 

@@ -4,8 +4,8 @@ TLS only: the serving certificate is verified against `clientConfig.caBundle` (t
 when it is empty) for the URL's host, or `<service>.<namespace>.svc` for a Service reference. A
 Service is dialled at a ready endpoint of its EndpointSlices (the aggregator's resolver): our API
 server runs outside the pod network, where `<svc>.<ns>.svc` does not resolve. No client
-certificate is presented (upstream presents one only with an AdmissionConfiguration
-kubeConfigFile). Connections are pooled per server; TLS contexts are cached per CA bundle.
+certificate or token is presented unless the AdmissionConfiguration's kubeConfigFile names one
+for the server (credentials.py). Connections are pooled per server; TLS contexts are cached per CA bundle.
 
 Failures carry Go's error text (`Post "<url>": context deadline exceeded`, `tls: failed to
 verify certificate: x509: certificate signed by unknown authority`), as the dispatcher quotes
@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
+from .credentials import Credentials, resolve
+
 __all__ = ["CallError", "WebhookClient", "MAX_RESPONSE_BYTES"]
 
 # the most a webhook may answer: an AdmissionReview holds at most a patch of an object (objects are
@@ -35,13 +37,14 @@ class CallError(Exception):
 
 
 class WebhookClient:
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Any, credentials: dict[str, Credentials] | None = None) -> None:
         self.server = server
-        self._contexts: dict[bytes, ssl.SSLContext] = {}
+        self.credentials = credentials or {}
+        self._contexts: dict[tuple[bytes, Credentials | None], ssl.SSLContext] = {}
         self._session: aiohttp.ClientSession | None = None
 
-    def context(self, ca_bundle: bytes) -> ssl.SSLContext:
-        ctx = self._contexts.get(ca_bundle)
+    def context(self, ca_bundle: bytes, creds: Credentials | None = None) -> ssl.SSLContext:
+        ctx = self._contexts.get((ca_bundle, creds))
         if ctx is None:
             if len(self._contexts) > 64:
                 self._contexts.clear()
@@ -53,7 +56,9 @@ class WebhookClient:
                     pass  # no usable CA: every certificate is then signed by an unknown authority
             else:
                 ctx.load_default_certs()
-            self._contexts[ca_bundle] = ctx
+            if creds is not None:
+                creds.apply(ctx)
+            self._contexts[(ca_bundle, creds)] = ctx
         return ctx
 
     def session(self) -> aiohttp.ClientSession:
@@ -95,25 +100,29 @@ class WebhookClient:
         return shown, shown, u.hostname or "", u.port or 443
 
     async def _send(self, url: str, data: bytes, ctx: ssl.SSLContext, server_name: str,
-                    shown: str) -> tuple[int, bytes]:
-        async with self.session().post(
-                url, data=data, ssl=ctx, server_hostname=server_name or None, allow_redirects=False,
-                headers={"Content-Type": "application/json", "Accept": "application/json, */*"}) as resp:
+                    shown: str, authorization: str) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, */*"}
+        if authorization:
+            headers["Authorization"] = authorization
+        async with self.session().post(url, data=data, ssl=ctx, server_hostname=server_name or None,
+                                       allow_redirects=False, headers=headers) as resp:
             return resp.status, await _read_limited(resp, shown)
 
     async def post(self, client_config: dict[str, Any], body: dict[str, Any], timeout: int) -> dict[str, Any]:
         """POST body to the webhook; its decoded JSON answer, or CallError with Go's text."""
-        shown, url, server_name, _ = self.target(client_config, timeout)
+        shown, url, server_name, port = self.target(client_config, timeout)
+        creds = resolve(self.credentials, server_name, port)
         ca = client_config.get("caBundle") or ""
         try:
             ca_bytes = base64.b64decode(ca) if isinstance(ca, str) and ca else b""
         except ValueError:
             ca_bytes = b""
-        ctx = self.context(ca_bytes)
+        ctx = self.context(ca_bytes, creds)
         data = orjson.dumps(body)
         # a Task of its own: the request's first step may run outside one (eager_start.py), where
         # aiohttp's timers refuse to work; wait_for cancels it at the deadline
-        call = asyncio.get_running_loop().create_task(self._send(url, data, ctx, server_name, shown))
+        call = asyncio.get_running_loop().create_task(self._send(url, data, ctx, server_name, shown,
+                                                                     creds.authorization if creds else ""))
         try:
             status, raw = await asyncio.wait_for(call, timeout)
         except TimeoutError:

@@ -72,10 +72,11 @@ def _denied(name: str, result: Any) -> E.StatusError:
 class Dispatcher:
     """Both plug-ins over the configurations in the watch cache."""
 
-    def __init__(self, server: Any, mutating: bool = True, validating: bool = True) -> None:
+    def __init__(self, server: Any, mutating: bool = True, validating: bool = True,
+                 credentials: dict[str, Any] | None = None) -> None:
         self.server = server
         self.enabled = {True: mutating, False: validating}
-        self.client = WebhookClient(server)
+        self.client = WebhookClient(server, credentials)
         self.mutating_hooks: list[Hook] = []
         self.validating_hooks: list[Hook] = []
         self._equivalents: dict[tuple[str, str], list[Resource]] = {}
