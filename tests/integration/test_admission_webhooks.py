@@ -108,6 +108,8 @@ class Hooks:
                 {"op": "add", "path": "/metadata/labels/sneaky", "value": "yes"}]))
         elif path == "/wrong-uid":
             resp["uid"] = "not-the-request-uid"
+        elif path == "/allowed-string":
+            resp["allowed"] = "false"  # truthy to Python, no bool to Go
         elif path == "/huge":
             return web.Response(body=b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","x":"'
                                 + b"a" * (20 * 1024 * 1024) + b'"}', content_type="application/json")
@@ -428,6 +430,8 @@ def test_service_reference_resolved_to_endpoint_slice(env: tuple[Cluster, Hooks]
     ("/wrong-uid", 500, 'failed calling webhook "attack.example.com": received invalid webhook response: '
                         'expected response.uid='),
     ("/huge", 500, 'failed calling webhook "attack.example.com": failed to call webhook: '),
+    ("/allowed-string", 500, 'failed to call webhook: json: cannot unmarshal string into Go struct field '
+                             'AdmissionResponse.response.allowed of type bool'),
 ])
 def test_hostile_mutating_answers_refused(env: tuple[Cluster, Hooks], path: str, code: int, message: str) -> None:
     c, h = env

@@ -114,9 +114,9 @@ class WebhookClient:
         creds = resolve(self.credentials, server_name, port)
         ca = client_config.get("caBundle") or ""
         try:
-            ca_bytes = base64.b64decode(ca) if isinstance(ca, str) and ca else b""
+            ca_bytes = base64.b64decode(ca, validate=True) if isinstance(ca, str) and ca else b""
         except ValueError:
-            ca_bytes = b""
+            ca_bytes = b"\0"  # (validation keeps these out) trusts nothing rather than the system roots
         ctx = self.context(ca_bytes, creds)
         data = orjson.dumps(body)
         # a Task of its own: the request's first step may run outside one (eager_start.py), where

@@ -230,6 +230,7 @@ class Dispatcher:
                 raise CallError("webhook does not accept v1 or v1beta1 AdmissionReview")
             try:
                 out = await self.client.post(h.spec.get("clientConfig") or {}, review, h.timeout)
+                _decodes(out)
             except CallError as e:
                 raise CallError(f"failed to call webhook: {e}") from None
             try:
@@ -438,10 +439,29 @@ def _decode_patch(name: str, patch_b64: Any) -> list[dict[str, Any]]:
         raise _Rejected(E.new_internal_error(e.message)) from None
 
 
+def _unmarshal(v: Any, field: str, go: str) -> str:
+    kind = {bool: "bool", str: "string", int: "number", float: "number", list: "array", dict: "object"}.get(
+        type(v), "value")
+    return f"json: cannot unmarshal {kind} into Go struct field {field} of type {go}"
+
+
+def _decodes(out: dict[str, Any]) -> None:
+    """What Go's decoding of the answer into an AdmissionReview refuses (a "false" string is no bool)."""
+    resp = out.get("response")
+    if resp is not None and not isinstance(resp, dict):
+        raise CallError(_unmarshal(resp, "AdmissionReview.response", "v1.AdmissionResponse"))
+    for field, want, go in (("uid", str, "types.UID"), ("allowed", bool, "bool"), ("patch", str, "[]uint8"),
+                            ("patchType", str, "v1.PatchType"), ("warnings", list, "[]string"),
+                            ("auditAnnotations", dict, "map[string]string"), ("status", dict, "v1.Status")):
+        v = (resp or {}).get(field)
+        if v is not None and not isinstance(v, want):
+            raise CallError(_unmarshal(v, f"AdmissionResponse.response.{field}", go))
+
+
 def _verify(out: dict[str, Any], review: dict[str, Any], mutating: bool) -> dict[str, Any]:
     """upstream's VerifyAdmissionResponse: the answer to this review, of the version sent."""
     resp = out.get("response")
-    if not isinstance(resp, dict):
+    if resp is None:
         raise CallError("webhook response was absent")
     uid = review["request"]["uid"]
     if resp.get("uid") != uid:
