@@ -5,13 +5,14 @@ Every name kube-apiserver v1.33 registers is accepted as a name (others: upstrea
 - plugins we run as separate steps can be turned off: ServiceAccount, DefaultTolerationSeconds,
   Priority, ResourceQuota, DefaultIngressClass, DefaultStorageClass, StorageObjectInUseProtection,
   PersistentVolumeClaimResize, LimitRanger, PodSecurity (on by default, as upstream; the server installs
-  PodSecurity itself, with its configuration), MutatingAdmissionWebhook and ValidatingAdmissionWebhook
-  (installed by the server too: apiserver/webhooks/), NodeRestriction (off by default, as upstream);
+  PodSecurity itself, with its configuration), NodeRestriction (off by default, as upstream);
 - plugins on by default upstream that we build into the request path (NamespaceLifecycle, the
   certificate plugins, ...) are always on here: disabling them is refused rather than ignored;
 - plugins on by default upstream that we do not have (admission policies, ...)
   may be "disabled" (they are off); enabling a plugin that is off by default and that we do
   not have is refused, so no flag is silently ignored.
+MutatingAdmissionWebhook and ValidatingAdmissionWebhook are on by default and can be turned off; the
+server installs them itself (apiserver/webhooks/), as PodSecurity.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ DEFAULT_ON = frozenset((
 ))
 TOGGLES = frozenset(("ServiceAccount", "DefaultTolerationSeconds", "Priority", "ResourceQuota", "NodeRestriction",
                      "DefaultIngressClass", "DefaultStorageClass", "StorageObjectInUseProtection",
-                     "PersistentVolumeClaimResize", "LimitRanger", "PodSecurity", "MutatingAdmissionWebhook",
-                     "ValidatingAdmissionWebhook"))
+                     "PersistentVolumeClaimResize", "LimitRanger", "PodSecurity"))
 BUILT_IN = frozenset(("NamespaceLifecycle", "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
                       "RuntimeClass"))
+TOGGLES |= {"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"}  # (the server installs them: webhooks/)
 
 
 def _names(values: list[str]) -> list[str]:

@@ -219,11 +219,11 @@ class APIServer:
 
             install_pod_security(self.rest, cfg.admission_control_config_file)
         apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
+        self._setup_security()
         from .webhooks import install as install_webhooks
 
         # admission webhooks (docs/admission.md)
         self.webhooks = install_webhooks(self, cfg.admission_disable, cfg.admission_control_config_file)
-        self._setup_security()
         from . import crds, flowcontrol
 
         self.flowcontrol = flowcontrol.make(self)
