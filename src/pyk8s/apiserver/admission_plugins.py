@@ -47,6 +47,7 @@ TOGGLES = frozenset(("ServiceAccount", "DefaultTolerationSeconds", "Priority", "
                      "PersistentVolumeClaimResize", "LimitRanger", "PodSecurity"))
 BUILT_IN = frozenset(("NamespaceLifecycle", "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
                       "RuntimeClass"))
+
 TOGGLES |= {"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"}  # (the server installs them: webhooks/)
 
 
