@@ -46,7 +46,8 @@ class Hooks:
         d = tempfile.mkdtemp(prefix="webhook-tls-")
         ca, ca_key = new_ca("webhook-test-ca", datetime.timedelta(days=1))
         key = new_ec_key()
-        cert = issue_leaf(ca, ca_key, x509_name("webhook"), key, server=True, sans=[self.ip, f"hook.{NS}.svc"])
+        cert = issue_leaf(ca, ca_key, x509_name("webhook"), key, server=True, sans=[self.ip, f"hook.{NS}.svc",
+                                                                                     f"hookc.{NS}.svc"])
         self.ca_pem = certificate_pem(ca)
         other, _ = new_ca("unrelated-ca", datetime.timedelta(days=1))
         self.other_ca_pem = certificate_pem(other)
@@ -126,22 +127,47 @@ AUDIT_POLICY = json.dumps({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "r
     {"level": "None"}]})
 
 
+def _credentials_config(tmp: Any, hc: Hooks) -> str:
+    """An AdmissionConfiguration whose kubeConfigFile gives hc's address a client certificate and a token."""
+    key = new_ec_key()
+    cert = issue_leaf(hc.ca, hc.ca_key, x509_name("kube-apiserver-webhook-client"), key, server=False)
+    kubeconfig = tmp / "webhook-kubeconfig.yaml"
+    kubeconfig.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "users": [
+        {"name": "*.example.com", "user": {"token": "wrong-entry"}},
+        {"name": f"{hc.ip}:{hc.port}", "user": {
+            "client-certificate-data": base64.b64encode(certificate_pem(cert)).decode(),
+            "client-key-data": base64.b64encode(private_key_pem(key)).decode(), "token": "s3cret"}}]}))
+    admission = tmp / "admission.yaml"
+    admission.write_text(json.dumps({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration",
+                                     "plugins": [{"name": n, "configuration": {
+                                         "apiVersion": "apiserver.config.k8s.io/v1",
+                                         "kind": "WebhookAdmissionConfiguration",
+                                         "kubeConfigFile": str(kubeconfig)}}
+                                         for n in ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")]}))
+    return str(admission)
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Hooks]]:
     tmp = tmp_path_factory.mktemp("pyk8s-webhooks")
     (tmp / "audit.yaml").write_text(AUDIT_POLICY)
-    c = Cluster(str(tmp / "data"), extra_args=[
-        "--disable", "metrics-server", "--disable", "controller-manager", "--disable", "scheduler", "--disable", "dns",
-        "--audit-policy-file", str(tmp / "audit.yaml"), "--audit-log-path", str(tmp / "audit.log")]).start()
-    c.audit_log = tmp / "audit.log"  # type: ignore[attr-defined]
-    h = Hooks()
+    h, hc = Hooks(), Hooks(require_client_cert=True)
     try:
-        c.kubectl("create", "namespace", NS)
-        c.kubectl("create", "namespace", "wh-req")
-        yield c, h
+        c = Cluster(str(tmp / "data"), extra_args=[
+            "--disable", "metrics-server", "--disable", "controller-manager", "--disable", "scheduler",
+            "--disable", "dns", "--audit-policy-file", str(tmp / "audit.yaml"), "--audit-log-path",
+            str(tmp / "audit.log"), "--admission-control-config-file", _credentials_config(tmp, hc)]).start()
+        c.audit_log = tmp / "audit.log"  # type: ignore[attr-defined]
+        c.creds_hooks = hc  # type: ignore[attr-defined]
+        try:
+            c.kubectl("create", "namespace", NS)
+            c.kubectl("create", "namespace", "wh-req")
+            yield c, h
+        finally:
+            c.stop()
     finally:
         h.stop()
-        c.stop()
+        hc.stop()
 
 
 def _hook(name: str, path: str, test: str, hooks: Hooks, **kw: Any) -> dict[str, Any]:
@@ -565,39 +591,28 @@ def test_match_policy_equivalent_converts_and_exact_does_not_match(env: tuple[Cl
         _remove(c, "MutatingWebhookConfiguration", "equiv")
 
 
-def test_kube_config_file_credentials_presented(env: tuple[Cluster, Hooks], tmp_path: Any) -> None:
+def test_kube_config_file_credentials_presented(env: tuple[Cluster, Hooks]) -> None:
     c, _ = env
-    h = Hooks(require_client_cert=True)
-    key = new_ec_key()
-    cert = issue_leaf(h.ca, h.ca_key, x509_name("kube-apiserver-webhook-client"), key, server=False)
-    kubeconfig = tmp_path / "webhook-kubeconfig.yaml"
-    kubeconfig.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "users": [
-        {"name": "*.example.com", "user": {"token": "wrong-entry"}},
-        {"name": f"{h.ip}:{h.port}", "user": {
-            "client-certificate-data": base64.b64encode(certificate_pem(cert)).decode(),
-            "client-key-data": base64.b64encode(private_key_pem(key)).decode(), "token": "s3cret"}}]}))
-    admission = tmp_path / "admission.yaml"
-    admission.write_text(json.dumps({"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration",
-                                     "plugins": [{"name": n, "configuration": {
-                                         "apiVersion": "apiserver.config.k8s.io/v1",
-                                         "kind": "WebhookAdmissionConfiguration",
-                                         "kubeConfigFile": str(kubeconfig)}}
-                                         for n in ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")]}))
-    with_creds = Cluster(str(tmp_path / "data"), extra_args=[
-        "--disable", "metrics-server", "--disable", "controller-manager", "--disable", "scheduler", "--disable", "dns",
-        "--admission-control-config-file", str(admission)]).start()
+    hc: Hooks = c.creds_hooks  # type: ignore[attr-defined]
+    assert raw_request(c, "POST", f"/api/v1/namespaces/{NS}/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "hookc", "namespace": NS},
+        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}}).status == 201
+    assert raw_request(c, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices", {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "hookc", "namespace": NS, "labels": {"kubernetes.io/service-name": "hookc"}},
+        "addressType": "IPv4", "endpoints": [{"addresses": [hc.ip], "conditions": {"ready": True}}],
+        "ports": [{"name": "https", "port": hc.port, "protocol": "TCP"}]}).status == 201
+    _configure(c, "ValidatingWebhookConfiguration", "creds", [
+        _hook("creds.example.com", "/deny", "creds", hc),
+        # the same server as hookc.wh.svc: the kubeconfig names no credentials for that host
+        _hook("nocreds.example.com", "/deny", "nocreds", hc,
+              clientConfig={"service": {"namespace": NS, "name": "hookc", "path": "/deny"}})])
     try:
-        for cl in (with_creds, c):
-            _configure(cl, "ValidatingWebhookConfiguration", "creds", [_hook("creds.example.com", "/deny", "creds", h)])
-        with_creds.kubectl("create", "namespace", NS)
-        r = _create(with_creds, _cm("cr1", "creds", deny="yes"))
-        assert r.status == 403 and 'admission webhook "creds.example.com" denied' in r.json()["message"]
-        assert h.authorization == ["Bearer s3cret"]
-        # the module's server names no credentials: the webhook refuses its handshake
         r = _create(c, _cm("cr1", "creds", deny="yes"))
-        assert r.status == 500 and 'failed calling webhook "creds.example.com"' in r.json()["message"]
-        assert h.authorization == ["Bearer s3cret"]
+        assert r.status == 403 and 'admission webhook "creds.example.com" denied' in r.json()["message"]
+        assert hc.authorization == ["Bearer s3cret"]
+        r = _create(c, _cm("cr2", "nocreds", deny="yes"))  # the webhook refuses the handshake
+        assert r.status == 500 and f'Post "https://hookc.{NS}.svc:443/deny?timeout=10s": ' in r.json()["message"], r.body
+        assert hc.authorization == ["Bearer s3cret"]
     finally:
         _remove(c, "ValidatingWebhookConfiguration", "creds")
-        with_creds.stop()
-        h.stop()
