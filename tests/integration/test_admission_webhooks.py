@@ -201,6 +201,18 @@ def _cm(name: str, test: str, ns: str = NS, **labels: str) -> dict[str, Any]:
             "data": {"k": "v"}}
 
 
+def _service_to(c: Cluster, name: str, hooks: Hooks) -> None:
+    """A Service without selector whose EndpointSlice points at the webhook server (a third party's pod)."""
+    assert raw_request(c, "POST", f"/api/v1/namespaces/{NS}/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NS},
+        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}}).status == 201
+    assert raw_request(c, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices", {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "namespace": NS, "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4", "endpoints": [{"addresses": [hooks.ip], "conditions": {"ready": True}}],
+        "ports": [{"name": "https", "port": hooks.port, "protocol": "TCP"}]}).status == 201
+
+
 def _wait_audit(c: Cluster, name: str) -> dict[str, Any]:
     """The ResponseComplete event of the object's create."""
     deadline = time.monotonic() + 10
@@ -423,14 +435,7 @@ def test_dry_run_and_side_effects(env: tuple[Cluster, Hooks]) -> None:
 
 def test_service_reference_resolved_to_endpoint_slice(env: tuple[Cluster, Hooks]) -> None:
     c, h = env
-    assert raw_request(c, "POST", f"/api/v1/namespaces/{NS}/services", {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "hook", "namespace": NS},
-        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}}).status == 201
-    assert raw_request(c, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices", {
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "hook", "namespace": NS, "labels": {"kubernetes.io/service-name": "hook"}},
-        "addressType": "IPv4", "endpoints": [{"addresses": [h.ip], "conditions": {"ready": True}}],
-        "ports": [{"name": "https", "port": h.port, "protocol": "TCP"}]}).status == 201
+    _service_to(c, "hook", h)
     _configure(c, "ValidatingWebhookConfiguration", "svc", [
         _hook("svc.example.com", "/deny", "svc", h, clientConfig={"service": {"namespace": NS, "name": "hook",
                                                                              "path": "/deny"}}),
@@ -594,14 +599,7 @@ def test_match_policy_equivalent_converts_and_exact_does_not_match(env: tuple[Cl
 def test_kube_config_file_credentials_presented(env: tuple[Cluster, Hooks]) -> None:
     c, _ = env
     hc: Hooks = c.creds_hooks  # type: ignore[attr-defined]
-    assert raw_request(c, "POST", f"/api/v1/namespaces/{NS}/services", {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "hookc", "namespace": NS},
-        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}}).status == 201
-    assert raw_request(c, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices", {
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "hookc", "namespace": NS, "labels": {"kubernetes.io/service-name": "hookc"}},
-        "addressType": "IPv4", "endpoints": [{"addresses": [hc.ip], "conditions": {"ready": True}}],
-        "ports": [{"name": "https", "port": hc.port, "protocol": "TCP"}]}).status == 201
+    _service_to(c, "hookc", hc)
     _configure(c, "ValidatingWebhookConfiguration", "creds", [
         _hook("creds.example.com", "/deny", "creds", hc),
         # the same server as hookc.wh.svc: the kubeconfig names no credentials for that host
