@@ -97,6 +97,8 @@ class Hooks:
         elif path == "/namespace":
             resp.update(patchType="JSONPatch", patch=_patch([
                 {"op": "replace", "path": "/metadata/namespace", "value": "default"}]))
+        elif path == "/drop-namespace":
+            resp.update(patchType="JSONPatch", patch=_patch([{"op": "remove", "path": "/metadata/namespace"}]))
         elif path == "/uid":
             resp.update(patchType="JSONPatch", patch=_patch([
                 {"op": "replace", "path": "/metadata/uid", "value": "00000000-0000-0000-0000-000000000000"}]))
@@ -493,6 +495,18 @@ def test_patched_uid_is_the_servers(env: tuple[Cluster, Hooks]) -> None:
         assert raw_request(c, "GET", f"/api/v1/namespaces/{NS}/configmaps/u1").json()["metadata"]["uid"] == uid
     finally:
         _remove(c, "MutatingWebhookConfiguration", "uid")
+
+
+def test_patch_removing_namespace_keeps_the_requests(env: tuple[Cluster, Hooks]) -> None:
+    c, h = env
+    _configure(c, "MutatingWebhookConfiguration", "dropns", [_hook("dropns.example.com", "/drop-namespace", "dropns", h)])
+    try:
+        r = _create(c, _cm("dn1", "dropns"))
+        assert r.status == 201, r.body
+        assert r.json()["metadata"]["namespace"] == NS
+        assert raw_request(c, "GET", f"/api/v1/namespaces/{NS}/configmaps/dn1").status == 200
+    finally:
+        _remove(c, "MutatingWebhookConfiguration", "dropns")
 
 
 def test_validating_webhook_patch_refused_v1_ignored_v1beta1(env: tuple[Cluster, Hooks]) -> None:

@@ -268,13 +268,17 @@ class Dispatcher:
         except _Rejected as r:
             raise r.err from None
         nmd = obj.setdefault("metadata", {})
-        if res.namespaced and (nmd.get("namespace") or namespace) != namespace:
+        # as upstream's EnsureObjectNamespaceMatchesRequestNamespace after admission: a patch may not move
+        # the object; an emptied namespace is the request's; a cluster-scoped object has none
+        if not res.namespaced:
+            nmd.pop("namespace", None)
+        elif not nmd.get("namespace"):
+            nmd["namespace"] = namespace
+        elif nmd["namespace"] != namespace:
             raise E.new_bad_request("the namespace of the provided object does not match the namespace sent on "
                                     "the request")
         if op == "CREATE":
             nmd.update(system)  # upstream fills the system fields after mutating admission
-            if namespace is None:
-                nmd.pop("namespace", None)
 
     async def _mutate(self, res: Resource, op: str, sub: str, namespace: str | None, obj: dict[str, Any],
                       old: dict[str, Any] | None, ctx: Any) -> None:
