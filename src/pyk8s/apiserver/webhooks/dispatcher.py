@@ -168,7 +168,10 @@ class Dispatcher:
         version = "admission.k8s.io/v1" if "v1" in h.review_versions else "admission.k8s.io/v1beta1"
 
         def typed(o: dict[str, Any] | None) -> dict[str, Any] | None:
-            return None if o is None else _convert(o, res, as_res)
+            try:
+                return None if o is None else _convert(o, res, as_res)
+            except ConversionError as e:
+                raise _Rejected(E.new_internal_error(str(e))) from None
 
         asked = _requested(res, ctx)
 
@@ -356,8 +359,11 @@ class Dispatcher:
         if not self.validating_hooks or res.resource in EXEMPT_RESOURCES:
             return
         md = obj.get("metadata") or {}
-        await self._validate(res, op, ctx.subresource or "", md.get("namespace") if res.namespaced else None,
-                             md.get("name") or "", obj, old, ctx)
+        try:
+            await self._validate(res, op, ctx.subresource or "", md.get("namespace") if res.namespaced else None,
+                                 md.get("name") or "", obj, old, ctx)
+        except _Rejected as r:
+            raise r.err from None
 
     async def validate_delete(self, rest: Any, res: Resource, op: str, namespace: str | None, name: str,
                               obj: dict[str, Any], ctx: Any) -> None:
@@ -371,7 +377,10 @@ class Dispatcher:
             except _Rejected as r:
                 raise r.err from None
         if self.validating_hooks:
-            await self._validate(res, op, "", namespace, name, None, obj, ctx)
+            try:
+                await self._validate(res, op, "", namespace, name, None, obj, ctx)
+            except _Rejected as r:
+                raise r.err from None
 
     async def _mutate_one_delete(self, h: Hook, index: int, res: Resource, namespace: str | None, name: str,
                                  old: dict[str, Any], ctx: Any) -> None:
@@ -393,16 +402,15 @@ class Dispatcher:
 
     async def _validate(self, res: Resource, op: str, sub: str, namespace: str | None, name: str,
                         obj: dict[str, Any] | None, old: dict[str, Any] | None, ctx: Any) -> None:
-        calls = []
+        todo = []
         for h in list(self.validating_hooks):
             as_res = await self._matches(h, res, op, sub, namespace, obj, old, ctx)
-            if as_res is None:
-                continue
-            calls.append(self._validate_one(h, self._review(h, as_res, res, op, sub, namespace, name, obj, old,
-                                                            ctx), ctx))
-        if not calls:
+            if as_res is not None:
+                todo.append((h, self._review(h, as_res, res, op, sub, namespace, name, obj, old, ctx)))
+        if not todo:
             return
-        results = await asyncio.gather(*calls, return_exceptions=True)
+        results = await asyncio.gather(*(self._validate_one(h, review, ctx) for h, review in todo),
+                                       return_exceptions=True)
         for r in results:
             if isinstance(r, _Rejected):
                 raise r.err
