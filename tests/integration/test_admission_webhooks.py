@@ -237,10 +237,12 @@ def test_validating_webhook_denies_with_its_message_kubectl_and_client(env: tupl
     c, h = env
     _configure(c, "ValidatingWebhookConfiguration", "deny", [_hook("deny.example.com", "/deny", "deny", h)])
     try:
-        r = c.kubectl("apply", "-f", "-", input=json.dumps(_cm("refused", "deny", deny="yes")), check=False)
-        assert r.returncode != 0
-        assert ('admission webhook "deny.example.com" denied the request: objects labelled deny=yes are refused'
-                in r.stderr)
+        for version in ("1.27", None):  # the oldest and newest kubectl
+            r = c.kubectl("apply", "-f", "-", input=json.dumps(_cm("refused", "deny", deny="yes")), check=False,
+                          version=version)
+            assert r.returncode != 0
+            assert ('admission webhook "deny.example.com" denied the request: objects labelled deny=yes are refused'
+                    in r.stderr)
         r2 = _create(c, _cm("refused", "deny", deny="yes"))
         assert r2.status == 403
         st = r2.json()
