@@ -13,6 +13,7 @@ import base64
 import datetime
 import json
 import os
+import shutil
 import ssl
 import tempfile
 import time
@@ -43,7 +44,7 @@ class Hooks:
         self.ip = host_ip()
         self.seen: dict[str, list[dict[str, Any]]] = {}
         self.authorization: list[str | None] = []
-        d = tempfile.mkdtemp(prefix="webhook-tls-")
+        d = self.dir = tempfile.mkdtemp(prefix="webhook-tls-")
         ca, ca_key = new_ca("webhook-test-ca", datetime.timedelta(days=1))
         key = new_ec_key()
         cert = issue_leaf(ca, ca_key, x509_name("webhook"), key, server=True, sans=[self.ip, f"hook.{NS}.svc",
@@ -120,6 +121,7 @@ class Hooks:
 
     def stop(self) -> None:
         self.app.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # configmaps in wh-req at level Request (the patch annotation's level), the others at Metadata
