@@ -15,11 +15,9 @@ import asyncio
 import base64
 import json
 import os
-import socket
 import ssl
 import stat
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -30,6 +28,7 @@ from cryptography import x509
 
 from pyk8s.pki import certificate_pem, issue_leaf, new_ca, new_ec_key, private_key_pem, x509_name
 from tests.cluster import Cluster, client_kubeconfig, raw_request
+from tests.https_app import ThreadedHTTPSApp, host_ip
 
 pytestmark = pytest.mark.xdist_group("aggregation")
 
@@ -43,20 +42,11 @@ RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{G
     {"name": "flunders/status", "singularName": "", "namespaced": True, "kind": "Flunder", "verbs": ["get"]}]}
 
 
-def _host_ip() -> str:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.connect(("192.0.2.1", 9))
-        return str(s.getsockname()[0])
-    finally:
-        s.close()
-
-
 class Backend:
     """The aggregated API server: records who the front proxy says each request is from."""
 
     def __init__(self, front_proxy_ca: str, allowed: list[str], server_names: list[str]) -> None:
-        self.ip = _host_ip()
+        self.ip = host_ip()
         self.seen: list[dict[str, Any]] = []
         self.allowed = allowed
         d = tempfile.mkdtemp(prefix="aggr-backend-")
@@ -72,12 +62,8 @@ class Backend:
         self.ctx.load_cert_chain(crt, kp)
         self.ctx.load_verify_locations(fpca)
         self.ctx.verify_mode = ssl.CERT_OPTIONAL
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        self.started = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-        assert self.started.wait(10)
+        self.app = ThreadedHTTPSApp(self.ip, self.ctx, self.handle)
+        self.port = self.app.port
 
     def _identity(self, request: web.Request) -> dict[str, Any] | None:
         sslobj = request.transport.get_extra_info("ssl_object") if request.transport else None
@@ -116,24 +102,8 @@ class Backend:
         return web.json_response({"kind": "FlunderList", "apiVersion": f"{GROUP}/{VERSION}", "items": [],
                                   "metadata": {}, "who": who["user"]})
 
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        runner = web.AppRunner(app, shutdown_timeout=0.5)
-        self.loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, self.ip, 0, ssl_context=self.ctx)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.runner = runner
-        self.started.set()
-        self.loop.run_forever()
-
     def stop(self) -> None:
-        fut = asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop)
-        fut.result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
+        self.app.stop()
 
 
 @pytest.fixture(scope="module")

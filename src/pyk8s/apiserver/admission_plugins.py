@@ -8,9 +8,11 @@ Every name kube-apiserver v1.33 registers is accepted as a name (others: upstrea
   PodSecurity itself, with its configuration), ValidatingAdmissionPolicy (on by default; apiserver/vap/), NodeRestriction (off by default, as upstream);
 - plugins on by default upstream that we build into the request path (NamespaceLifecycle, the
   certificate plugins, ...) are always on here: disabling them is refused rather than ignored;
-- plugins on by default upstream that we do not have (webhooks, ...)
+- plugins on by default upstream that we do not have (admission policies, ...)
   may be "disabled" (they are off); enabling a plugin that is off by default and that we do
   not have is refused, so no flag is silently ignored.
+MutatingAdmissionWebhook and ValidatingAdmissionWebhook are on by default and can be turned off; the
+server installs them itself (apiserver/webhooks/), as PodSecurity.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ TOGGLES = frozenset(("ServiceAccount", "DefaultTolerationSeconds", "Priority", "
                      "PersistentVolumeClaimResize", "LimitRanger", "PodSecurity", "ValidatingAdmissionPolicy"))
 BUILT_IN = frozenset(("NamespaceLifecycle", "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
                       "RuntimeClass"))
+
+TOGGLES |= {"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"}  # (the server installs them: webhooks/)
 
 
 def _names(values: list[str]) -> list[str]:

@@ -113,6 +113,7 @@ class ResourceHandler:
 
     # ---- entry --------------------------------------------------------------------------
     async def handle(self, request: web.Request, info: RequestInfo, res: Resource, ctx: RequestContext) -> web.StreamResponse:
+        ctx.resource = res  # (admission webhooks' requestKind: the version asked for, not the stored one)
         if info.subresource == "proxy" and "proxy" in res.subresources and info.name:
             # every method, any media type: forwarded to the node, service or pod
             from . import resource_proxy

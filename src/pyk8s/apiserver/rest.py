@@ -67,6 +67,8 @@ class RequestContext:
     user_agent: str = ""
     subresource: str = ""
     verb: str = ""  # the request's authorization verb ("create" for a POST): what upstream's RequestInfo says
+    # the Resource (version) the request named; admission gets the storage one (webhooks' requestKind)
+    resource: Any = None
     # (stored object, status code) once the store acknowledged a write: see commit_answer
     committed: tuple[dict[str, Any], int] | None = None
 

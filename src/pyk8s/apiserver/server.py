@@ -158,6 +158,7 @@ class APIServer:
         self.audit = config.audit.build() if config.audit is not None else None
         self.flowcontrol: Any = None  # the APF or max-in-flight filter (flowcontrol.py)
         self.aggregator: Any = None  # APIService proxying (aggregator.py)
+        self.webhooks: Any = None  # admission webhooks (webhooks/)
         self.metrics: Any = None  # apiserver/metrics.py's APIServerMetrics; None with --disable metrics
 
     @property
@@ -224,6 +225,10 @@ class APIServer:
 
             self.vap = install_vap(self)
         self._setup_security()
+        from .webhooks import install as install_webhooks
+
+        # admission webhooks (docs/admission.md)
+        self.webhooks = install_webhooks(self, cfg.admission_disable, cfg.admission_control_config_file)
         from . import crds, flowcontrol
 
         self.flowcontrol = flowcontrol.make(self)
@@ -306,6 +311,8 @@ class APIServer:
                 pass
         if self.crds is not None:
             await self.crds.stop()
+        if self.webhooks is not None:
+            await self.webhooks.client.close()  # pooled connections to webhooks
         if self._runner is not None:
             shutdown.close_watches(self.caches)  # any that began while the others were drained
             await self._runner.cleanup()  # the connections handed to aiohttp

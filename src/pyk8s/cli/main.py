@@ -68,8 +68,8 @@ def _server_parser(sub: Any) -> None:
                    help="default admission plugins to turn off (ServiceAccount, DefaultTolerationSeconds, Priority, "
                         "ResourceQuota, ...)")
     p.add_argument("--admission-control-config-file", default=None, metavar="FILE",
-                   help="upstream's AdmissionConfiguration file: PodSecurity's defaults and exemptions "
-                        "(docs/admission.md)")
+                   help="upstream's AdmissionConfiguration file: PodSecurity's defaults and exemptions, the "
+                        "admission webhooks' kubeConfigFile (docs/admission.md)")
     p.add_argument("--encryption-provider-config", default=None, metavar="FILE",
                    help="upstream's EncryptionConfiguration file: which resources are encrypted at rest, with "
                         "aescbc, aesgcm, secretbox or identity (docs/security.md)")

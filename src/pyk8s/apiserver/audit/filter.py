@@ -111,6 +111,13 @@ def add_annotation(key: str, value: str) -> None:
     ar.annotations.setdefault(key, value)
 
 
+def audited_at(level: str) -> bool:
+    """Whether the current request's event is written at level or above (what an annotation with
+    request content, as the webhooks' patch annotation, needs)."""
+    ar = _current.get()
+    return ar is not None and ar.level >= LEVEL_ORDER[level]
+
+
 async def on_response_prepare(request: Any, resp: web.StreamResponse) -> None:
     """aiohttp's on_response_prepare: a streamed answer's headers are going out."""
     if "Audit-Id" not in resp.headers:

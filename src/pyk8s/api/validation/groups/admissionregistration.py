@@ -128,7 +128,7 @@ def _review_versions(versions: list[Any], path: str) -> list[FieldError]:
     return errs
 
 
-def _match_conditions(conds: list[Any], path: str) -> list[FieldError]:
+def _match_conditions(conds: list[Any], path: str, webhook: bool = False) -> list[FieldError]:
     errs: list[FieldError] = []
     names: set[str] = set()
     for i, c in enumerate(conds):
@@ -143,7 +143,22 @@ def _match_conditions(conds: list[Any], path: str) -> list[FieldError]:
         names.add(name)
         if not c.get("expression"):
             errs.append(required(child(cp, "expression")))
+        elif webhook:
+            errs += _compiles(c["expression"], child(cp, "expression"))
     return errs
+
+
+def _compiles(expression: Any, path: str) -> list[FieldError]:
+    """A webhook matchCondition must compile in its environment (object, oldObject, request, authorizer)."""
+    from pyk8s import cel  # (on first use: the CEL interpreter is a heavy import)
+
+    if not isinstance(expression, str):
+        return []
+    try:
+        cel.compile(expression, cel.Env.of({n: None for n in ("object", "oldObject", "request", "authorizer")}))
+    except cel.CompileError as e:
+        return [invalid(path, expression, str(e))]
+    return []
 
 
 def _webhook(hook: dict[str, Any], path: str, mutating: bool) -> list[FieldError]:
@@ -174,7 +189,7 @@ def _webhook(hook: dict[str, Any], path: str, mutating: bool) -> list[FieldError
         if rp is not None and rp not in _REINVOCATION:
             errs.append(not_supported(child(path, "reinvocationPolicy"), rp, _REINVOCATION))
     errs += _client_config(hook.get("clientConfig"), child(path, "clientConfig"))
-    return errs + _match_conditions(hook.get("matchConditions") or [], child(path, "matchConditions"))
+    return errs + _match_conditions(hook.get("matchConditions") or [], child(path, "matchConditions"), webhook=True)
 
 
 def _webhook_configuration(obj: dict[str, Any], mutating: bool) -> list[FieldError]:
