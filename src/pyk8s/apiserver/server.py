@@ -217,7 +217,8 @@ class APIServer:
             from .podsecurity import install as install_pod_security
 
             install_pod_security(self.rest, cfg.admission_control_config_file)
-        apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
+        apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable),
+                                cfg.admission_control_config_file)
         self._setup_security()
         from . import crds, flowcontrol
 
