@@ -253,3 +253,17 @@ def test_flags_refused(tmp_path: Path) -> None:
     err = _server_refusal(tmp_path, "--enable-admission-plugins", "EventRateLimit",
                           "--admission-control-config-file", str(bad))
     assert 'limits[0].type: Unsupported value: "Everyone"' in err and "limits[0].qps: Invalid value: 0" in err
+
+
+def test_runtime_class_can_be_disabled(tmp_path: Path) -> None:
+    cl = Cluster(str(tmp_path / "data"), ["--disable", "controller-manager", "--disable", "scheduler", "--disable",
+                                          "dns", "--disable-admission-plugins=RuntimeClass"])
+    cl.start()
+    try:
+        cl.kubectl("create", "sa", "default")
+        p = created(cl, pod("unchecked", "default", runtimeClassName="missing"))
+        assert p["spec"]["runtimeClassName"] == "missing" and "overhead" not in p["spec"]
+        # the opt-in plug-ins stay off: the pull policy is the pod's own
+        assert p["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    finally:
+        cl.stop()
