@@ -10,8 +10,8 @@ Every name kube-apiserver v1.33 registers is accepted as a name (others: upstrea
   configuration from --admission-control-config-file);
 - plugins on by default upstream that we build into the request path (NamespaceLifecycle, the
   certificate plugins, ...) are always on here: disabling them is refused rather than ignored;
-- plugins on by default upstream that we do not have (webhooks, ...)
-  may be "disabled" (they are off); enabling a plugin that is off by default and that we do
+- plugins on by default upstream that we do not have (TaintNodesByCondition, ClusterTrustBundleAttest,
+  the admission webhooks and policies until their branches land) may be "disabled" (they are off); enabling a plugin that is off by default and that we do
   not have is refused, so no flag is silently ignored.
 """
 
