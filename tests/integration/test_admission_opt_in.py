@@ -156,6 +156,14 @@ def test_always_pull_images(c: Cluster) -> None:
     got = json.loads(c.kubectl("get", "pod", "pull", "-n", "pull", "-o", "json").stdout)
     assert got["spec"]["containers"][0] == {**got["spec"]["containers"][0], "image": "busybox:1.36",
                                             "imagePullPolicy": "Always"}
+    # a debug container added through the ephemeralcontainers subresource gets it as well
+    from kubernetes import client
+
+    core = client.CoreV1Api(c.api_client())
+    dbg = core.patch_namespaced_pod_ephemeralcontainers(
+        "pull", "pull", {"spec": {"ephemeralContainers": [{"name": "dbg", "image": "alpine",
+                                                             "imagePullPolicy": "IfNotPresent"}]}})
+    assert [e.image_pull_policy for e in dbg.spec.ephemeral_containers] == ["Always"]
 
 
 # ---- PodTolerationRestriction ------------------------------------------------------------------

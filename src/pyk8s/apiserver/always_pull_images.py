@@ -2,7 +2,8 @@
 off by default): every container, init container and ephemeral container of a pod gets
 `imagePullPolicy: Always`, so a pod cannot use an image some other tenant pulled onto the
 node without the credentials to pull it. Creates, and updates that bring an image the pod did
-not have before (an update that only keeps images is left alone, as upstream's)."""
+not have before, through the pod or its ephemeralcontainers subresource (an update that only
+keeps images is left alone, as upstream's)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ def _containers(pod: dict[str, Any] | None) -> Iterator[tuple[str, dict[str, Any
 
 def _applies(res: Resource, op: str, pod: dict[str, Any], old: dict[str, Any] | None,
              ctx: RequestContext) -> bool:
-    if res.group_kind != ("", "Pod") or ctx.subresource or op not in ("CREATE", "UPDATE"):
+    # the ephemeralcontainers subresource too: a debug container must not run a cached image either
+    if res.group_kind != ("", "Pod") or ctx.subresource not in ("", "ephemeralcontainers") \
+            or op not in ("CREATE", "UPDATE"):
         return False
     if op == "UPDATE":
         before = {c.get("image") for _, c in _containers(old)}
