@@ -61,7 +61,7 @@ def c(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                                      "AlwaysPullImages,PodTolerationRestriction,EventRateLimit",
                                      "--admission-control-config-file", str(tmp / "admission.yaml")])
     cl.start()
-    for ns in ("rc", "pull", "team", "plain", "broken", "ev", "ev2"):
+    for ns in ("rc", "pull", "team", "plain", "broken", "ev", "ev2", "evq"):
         cl.kubectl("create", "ns", ns)
         cl.kubectl("create", "sa", "default", "-n", ns)  # (no controller-manager makes them)
     cl.kubectl("annotate", "ns", "team", PTR + "defaultTolerations=" + json.dumps([TEAM_TOL]),
@@ -249,6 +249,28 @@ def test_event_rate_limit(c: Cluster) -> None:
             break
     assert "Error from server (TooManyRequests)" in r.stderr
     assert "limit reached on type Namespace for key ev2" in r.stderr
+
+
+def test_refused_event_is_not_charged_to_the_quota(c: Cluster) -> None:
+    """EventRateLimit judges before ResourceQuota charges (upstream's order): a refused event uses no quota."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    c.kubectl("create", "quota", "events", "--hard=count/events=100", "-n", "evq")
+    # (no controller-manager here to fill in the quota's status)
+    c.kubectl("patch", "resourcequota", "events", "-n", "evq", "--subresource=status", "--type=merge", "-p",
+              json.dumps({"status": {"hard": {"count/events": "100"}, "used": {"count/events": "0"}}}))
+    core = client.CoreV1Api(c.api_client())
+    made = 0
+    for i in range(30):
+        try:
+            core.create_namespaced_event("evq", event(f"q{i}", "evq"))
+            made += 1
+        except ApiException as e:
+            assert e.status == 429, e.body
+            break
+    used = core.read_namespaced_resource_quota("events", "evq").status.used
+    assert used == {"count/events": str(made)}
 
 
 # ---- the flags -----------------------------------------------------------------------------------

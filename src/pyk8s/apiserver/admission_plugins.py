@@ -140,4 +140,7 @@ def apply(rest: Any, enable: set[str], disable: set[str], config_file: str | Non
         pairs += [second[name]] if name in second else []
         for chain, fn in pairs:
             if fn not in chain:
-                chain.append(fn)
+                # validating plug-ins go before ResourceQuota, as upstream orders them: the quota is
+                # charged only for what every other plug-in admitted
+                quota = quota_admission.admit_quota
+                chain.insert(chain.index(quota) if chain is rest.validating and quota in chain else len(chain), fn)
