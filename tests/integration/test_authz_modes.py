@@ -340,7 +340,7 @@ def test_node_writes_no_other_pod_subresource(kc: Cluster) -> None:
     (["--authorization-mode=Foo"], 'authorization-mode "Foo" is not a valid mode'),
     (["--authorization-mode=RBAC,RBAC"], "authorization-mode [RBAC RBAC] has mode specified more than once"),
     (["--enable-admission-plugins=Nope"], 'enable-admission-plugins plugin "Nope" is unknown'),
-    (["--enable-admission-plugins=AlwaysPullImages"], "admission plugin AlwaysPullImages is not supported by pyk8s"),
+    (["--enable-admission-plugins=ImagePolicyWebhook"], "admission plugin ImagePolicyWebhook is not supported by pyk8s"),
     (["--disable-admission-plugins=NamespaceLifecycle"], "admission plugin NamespaceLifecycle is always enabled"),
 ])
 def test_bad_flags_refuse_to_start(tmp_path: object, args: list[str], message: str) -> None:

@@ -1,14 +1,18 @@
 """`pyk8s server --client-ca-file FILE`, as kube-apiserver's flag: a client certificate signed by
 that CA authenticates (CN the user, O the groups), besides those of the cluster CA; one signed by
-any other CA still does not. Checked with the real kubectl (`auth whoami`, a read)."""
+any other CA still does not; an expired or not yet valid one (of either CA) gets 401 Unauthorized,
+as kube-apiserver answers it. Checked with the real kubectl (`auth whoami`, a read) and the official
+client."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -35,14 +39,16 @@ def _ca(cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     return cert, key
 
 
-def _client(ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, user: str, group: str) -> tuple[bytes, bytes]:
+def _client(ca: x509.Certificate, ca_key: Any, user: str, group: str,
+            valid: tuple[dt.timedelta, dt.timedelta] = (dt.timedelta(minutes=-5), dt.timedelta(days=1))
+            ) -> tuple[bytes, bytes]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = dt.datetime.now(dt.UTC)
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, group),
                                      x509.NameAttribute(NameOID.COMMON_NAME, user)]))
             .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+            .not_valid_before(now + valid[0]).not_valid_after(now + valid[1])
             .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
             .sign(ca_key, hashes.SHA256()))
@@ -60,6 +66,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, s
     ca_file.write_bytes(ext_ca.public_bytes(serialization.Encoding.PEM))
     c = Cluster(str(d / "data"), extra_args=["--client-ca-file", str(ca_file)])
     c.start()
+    c.ext_ca = (ext_ca, ext_key)  # type: ignore[attr-defined]
     from pyk8s.client.kubeconfig import write_kubeconfig
 
     with open(os.path.join(c.data_dir, "pki", "ca.crt"), "rb") as f:
@@ -97,6 +104,42 @@ def test_certificate_of_another_ca_does_not(setup: tuple[Cluster, str, str]) -> 
     # the TLS handshake refuses the certificate (Go's server: "tls: bad certificate"; here the
     # connection ends), so nothing is answered for other-user
     assert r.returncode == 1 and "other-user" not in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("valid", [(dt.timedelta(days=-30), dt.timedelta(seconds=-1)),
+                                   (dt.timedelta(hours=1), dt.timedelta(days=1))], ids=["expired", "not-yet-valid"])
+@pytest.mark.parametrize("issuer", ["cluster", "external"])
+def test_certificate_out_of_its_validity_is_unauthorized(setup: tuple[Cluster, str, str], tmp_path: Any,
+                                                          valid: tuple[dt.timedelta, dt.timedelta],
+                                                          issuer: str) -> None:
+    """An old admin certificate (O=system:masters) after its notAfter, or one before its notBefore,
+    authenticates nobody: 401, not a dropped connection and not the admin."""
+    from kubernetes import client, config
+    from kubernetes.client.rest import ApiException
+
+    from pyk8s.client.kubeconfig import write_kubeconfig
+
+    c, ext, _ = setup
+    pki = os.path.join(c.data_dir, "pki")
+    with open(os.path.join(pki, "ca.crt"), "rb") as f:
+        cluster_ca = f.read()
+    if issuer == "cluster":
+        with open(os.path.join(pki, "ca.key"), "rb") as f:
+            ca, ca_key = x509.load_pem_x509_certificate(cluster_ca), serialization.load_pem_private_key(f.read(), None)
+    else:
+        ca, ca_key = c.ext_ca  # type: ignore[attr-defined]
+    cert, key = _client(ca, ca_key, "old-admin", "system:masters", valid)
+    path = str(tmp_path / "old.conf")
+    write_kubeconfig(path, c.url, cluster_ca, cert, key, user="old-admin")
+    r = _kubectl(c, path, "get", "secrets", "-A")
+    assert (r.returncode, r.stderr.strip()) == (1, "error: You must be logged in to the server (Unauthorized)"), \
+        r.stderr
+    cfg = client.Configuration()
+    config.load_kube_config(path, client_configuration=cfg)
+    with pytest.raises(ApiException) as ei:
+        client.CoreV1Api(client.ApiClient(cfg)).list_namespace()
+    assert ei.value.status == 401
+    assert json.loads(ei.value.body)["reason"] == "Unauthorized"
 
 
 def test_unreadable_file_refuses_to_start(tmp_path: object) -> None:

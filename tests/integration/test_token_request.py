@@ -2,7 +2,7 @@
 
 The kubelet's kube-api-access token (3607 s, the API's audience, pod-bound) is extended to a year
 with a `warnafter` claim; a pod-bound token names the pod's node; Secret- and Node-bound tokens
-die with their object; what cannot be bound is refused with upstream's messages.
+die with their object, and so does a pod-bound token with its pod; what cannot be bound is refused with upstream's messages.
 """
 
 from __future__ import annotations
@@ -177,6 +177,31 @@ def test_secret_and_node_bound_tokens_die_with_their_object(cluster: Cluster, ob
     assert raw_request(cluster, "DELETE", path).status == 200
     status, st = whoami(cluster, token)
     assert (status, st["reason"]) == (401, "Unauthorized")
+
+
+def test_pod_bound_token_dies_with_its_pod_even_when_the_name_comes_back(cluster: Cluster, objs: Any) -> None:
+    """A token bound to a pod authenticates nobody once the pod is gone (401), and a new pod of the
+    same name (another uid) does not bring it back."""
+    def doomed() -> dict[str, Any]:
+        return create(cluster, f"/api/v1/namespaces/{NS}/pods",
+                      {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "tr-doomed"},
+                       "spec": {"serviceAccountName": "robot", "nodeName": "tr-node",
+                                "containers": [{"name": "c", "image": "busybox"}]}})
+
+    p = doomed()
+    status, tr = request_token(cluster, "robot", pod_ref(p), 3600)
+    assert status == 201, tr
+    token = tr["status"]["token"]
+    assert whoami(cluster, token)[0] == 201
+    path = f"/api/v1/namespaces/{NS}/pods/tr-doomed"
+    assert raw_request(cluster, "DELETE", path, {"gracePeriodSeconds": 0}).status == 200
+    assert raw_request(cluster, "GET", path).status == 404
+    status, st = whoami(cluster, token)
+    assert (status, st["reason"], st["message"]) == (401, "Unauthorized", "Unauthorized")
+    doomed()
+    status, st = whoami(cluster, token)
+    assert (status, st["reason"]) == (401, "Unauthorized")
+    assert raw_request(cluster, "DELETE", path, {"gracePeriodSeconds": 0}).status == 200
 
 
 def test_an_extended_token_used_past_warnafter_is_flagged_in_the_audit_log(cluster: Cluster, objs: Any) -> None:

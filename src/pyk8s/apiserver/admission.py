@@ -15,7 +15,7 @@ from typing import Any
 
 from ..api import errors as E
 from ..api.resources import Resource
-from . import limitranger, quota_admission, storage_admission
+from . import limitranger, quota_admission, runtimeclass_admission, storage_admission
 from .rest import RequestContext, RestStorage
 
 SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -306,10 +306,11 @@ def install(rest: RestStorage, service_cidr: str) -> ServiceAllocator:
 
     # as upstream's plugin order: LimitRanger first, so later plugins and the quota see its defaults
     rest.mutating.extend([limitranger.admit, service_account, default_toleration_seconds, priority, alloc.admit,
-                          default_ingress_class])
+                          default_ingress_class, runtimeclass_admission.admit])
     rest.mutating.extend([storage_admission.default_storage_class, storage_admission.storage_object_in_use_protection,
                           storage_admission.warn_recycle])
     rest.validating.append(limitranger.validate)
     rest.validating.append(storage_admission.pvc_resize)
+    rest.validating.append(runtimeclass_admission.validate)
     rest.validating.append(quota_admission.admit_quota)
     return alloc

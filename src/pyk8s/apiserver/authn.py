@@ -184,9 +184,14 @@ class X509Authenticator:
         for ca in self.ca_certs:
             try:
                 cert.verify_directly_issued_by(ca)
-                return
             except (ValueError, TypeError, InvalidSignature):
                 continue
+            # the TLS handshake leaves every validity period to this check (certs.ssl_server_context)
+            if not ca.not_valid_before_utc <= now <= ca.not_valid_after_utc:
+                raise AuthenticationError(
+                    f"verifying certificate SN={serial} failed: x509: certificate has expired or is not yet valid"
+                )
+            return
         raise AuthenticationError(
             f"verifying certificate SN={serial} failed: x509: certificate signed by unknown authority"
         )

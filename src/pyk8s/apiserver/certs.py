@@ -313,6 +313,9 @@ def ensure_pki(
 # --------------------------------------------------------------------------- TLS contexts
 
 
+_X509_V_FLAG_NO_CHECK_TIME = 0x200000  # OpenSSL's flag; Python's ssl has no name for it
+
+
 def ssl_server_context(pki: Pki) -> ssl.SSLContext:
     """TLS context for the API server: requests (not requires) a client cert verified by the CA.
 
@@ -326,6 +329,10 @@ def ssl_server_context(pki: Pki) -> ssl.SSLContext:
     ctx.load_cert_chain(str(pki.serving_cert_path), str(pki.serving_key_path))
     ctx.load_verify_locations(cafile=str(pki.ca_cert_path))
     ctx.verify_mode = ssl.CERT_OPTIONAL
+    # the handshake checks the chain but not the validity period: an expired (or not yet valid)
+    # client certificate must reach the x509 authenticator, which checks the time and answers
+    # 401 Unauthorized as kube-apiserver's does, rather than end the connection mid-handshake
+    ctx.verify_flags |= _X509_V_FLAG_NO_CHECK_TIME
     set_client_ca_list(ctx, str(pki.ca_cert_path))  # as Go's ClientCAs: the CertificateRequest names the CA
     return ctx
 

@@ -219,7 +219,8 @@ class APIServer:
             from .podsecurity import install as install_pod_security
 
             install_pod_security(self.rest, cfg.admission_control_config_file)
-        apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable))
+        apply_admission_plugins(self.rest, set(cfg.admission_enable), set(cfg.admission_disable),
+                                cfg.admission_control_config_file)
         if "ValidatingAdmissionPolicy" not in cfg.admission_disable:  # CEL policies (apiserver/vap/)
             from .vap import install as install_vap
 

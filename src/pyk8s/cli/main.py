@@ -68,8 +68,9 @@ def _server_parser(sub: Any) -> None:
                    help="default admission plugins to turn off (ServiceAccount, DefaultTolerationSeconds, Priority, "
                         "ResourceQuota, ...)")
     p.add_argument("--admission-control-config-file", default=None, metavar="FILE",
-                   help="upstream's AdmissionConfiguration file: PodSecurity's defaults and exemptions, the "
-                        "admission webhooks' kubeConfigFile (docs/admission.md)")
+                   help="upstream's AdmissionConfiguration file: PodSecurity's defaults and exemptions, "
+                        "PodTolerationRestriction's and EventRateLimit's configuration, the admission webhooks' "
+                        "kubeConfigFile (docs/admission.md)")
     p.add_argument("--encryption-provider-config", default=None, metavar="FILE",
                    help="upstream's EncryptionConfiguration file: which resources are encrypted at rest, with "
                         "aescbc, aesgcm, secretbox or identity (docs/security.md)")
@@ -266,6 +267,7 @@ def _run(coro: Any, verbosity: int, use_uvloop: bool = True) -> int:
 
 
 async def _server(args: Any) -> int:
+    from ..apiserver.admission_plugins import check_config as check_admission_config
     from ..apiserver.admission_plugins import resolve as resolve_admission_plugins
     from ..apiserver.authz_modes import parse_modes
     from ..apiserver.server import APIServer, ServerConfig
@@ -282,6 +284,7 @@ async def _server(args: Any) -> int:
             from ..apiserver.podsecurity.config import load as load_pod_security_config
 
             load_pod_security_config(args.admission_control_config_file)  # refused here rather than at start
+        check_admission_config(admission_on, args.admission_control_config_file)
     except (ValueError, OSError) as e:
         print(f"pyk8s: {e}", file=sys.stderr)
         return 1

@@ -5,17 +5,14 @@ namespaces without labels, and the exempt usernames, runtimeClasses and namespac
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from ..admission_config import plugin_config
 from .policy import LevelVersion, Policy, parse_level, parse_version
 
 __all__ = ["PodSecurityConfig", "load", "from_admission_config"]
 
-_ADMISSION_VERSIONS = ("apiserver.config.k8s.io/v1", "apiserver.k8s.io/v1alpha1")
 _PS_VERSIONS = ("pod-security.admission.config.k8s.io/v1", "pod-security.admission.config.k8s.io/v1beta1",
                 "pod-security.admission.config.k8s.io/v1alpha1")
 
@@ -61,30 +58,10 @@ def _parse(doc: Any, where: str) -> PodSecurityConfig:
     return PodSecurityConfig(Policy(**modes), lists["usernames"], lists["runtimeClasses"], lists["namespaces"])
 
 
-def _read(path: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return yaml.safe_load(f)
-    except yaml.YAMLError as e:
-        raise ValueError(f"{path}: {e}") from None
-
-
 def from_admission_config(path: str) -> PodSecurityConfig | None:
     """The PodSecurity entry of an AdmissionConfiguration file, or None where it has none."""
-    doc = _read(path)
-    if not isinstance(doc, dict) or doc.get("kind") != "AdmissionConfiguration" \
-            or doc.get("apiVersion") not in _ADMISSION_VERSIONS:
-        raise ValueError(f"{path}: expected kind AdmissionConfiguration of {', '.join(_ADMISSION_VERSIONS)}")
-    for plugin in doc.get("plugins") or []:
-        if not isinstance(plugin, dict) or plugin.get("name") != "PodSecurity":
-            continue
-        if plugin.get("configuration") is not None:
-            return _parse(plugin["configuration"], path)
-        if plugin.get("path"):
-            # as upstream: a relative path is relative to the AdmissionConfiguration file
-            sub = os.path.join(os.path.dirname(os.path.abspath(path)), plugin["path"])
-            return _parse(_read(sub), sub)
-    return None
+    found = plugin_config(path, "PodSecurity")
+    return None if found is None else _parse(*found)
 
 
 def load(path: str | None) -> PodSecurityConfig:
