@@ -56,6 +56,10 @@ def _server_parser(sub: Any) -> None:
                    help="requests without credentials are system:anonymous (group system:unauthenticated), "
                         "which RBAC lets reach /healthz, /livez, /readyz and /version only (default true); "
                         "false: 401 for every such request")
+    p.add_argument("--enable-bootstrap-token-auth", default=True, action=argparse_bool(), nargs="?", const=True,
+                   help="bearer tokens <id>.<secret> of kube-system Secrets of type bootstrap.kubernetes.io/token "
+                        "authenticate as system:bootstrap:<id> (group system:bootstrappers), for nodes joining "
+                        "with `pyk8s agent --token` (default true, as kubeadm sets it; docs/node-bootstrap.md)")
     p.add_argument("--client-ca-file", default=None, metavar="FILE",
                    help="a PEM CA bundle whose client certificates are accepted besides the cluster CA's "
                         "(CN is the user name, O the groups)")
@@ -120,7 +124,9 @@ def _server_parser(sub: Any) -> None:
                         "volumes' directories; docs/storage.md), metrics-server (the metrics.k8s.io API; "
                         "docs/metrics-server.md), hpa (the horizontal pod autoscaler; docs/hpa.md), device-plugins (the "
                         "local kubelet's device-plugin Registration and pod-resources sockets; docs/device-plugins.md), "
-                        "metrics (the API server's /metrics and its request counting, for benchmarks: docs/metrics.md) "
+                        "metrics (the API server's /metrics and its request counting, for benchmarks: docs/metrics.md), "
+                        "node-bootstrap (the kube-public/cluster-info ConfigMap, kubeadm's bootstrap RBAC and the "
+                        "bootstrapsigner and tokencleaner controllers: docs/node-bootstrap.md) "
                         "(repeatable)")
     from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
 
@@ -299,6 +305,7 @@ async def _server(args: Any) -> int:
         etcd_prefix=args.etcd_prefix,
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth,
+        enable_bootstrap_token_auth=args.enable_bootstrap_token_auth,
         authorization_modes=authz_modes,
         client_ca_file=os.path.abspath(args.client_ca_file) if args.client_ca_file else None,
         admission_enable=frozenset(admission_on),
