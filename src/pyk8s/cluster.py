@@ -191,8 +191,11 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         # kube-controller-manager's own process: its informers and syncs leave the API's loop
         from .controllers.podautoscaler import options as hpa_flags
 
+        signing = getattr(args, "cluster_signing_duration", None)
         cm_proc = controller_manager_process(server, getattr(args, "v", 0), "local-storage" not in disabled,
-                                             hpa_flags.argv_from_args(args), "hpa" not in disabled,
+                                             hpa_flags.argv_from_args(args)
+                                             + (("--cluster-signing-duration", f"{signing}s") if signing else ()),
+                                             "hpa" not in disabled,
                                              getattr(args, "controller_manager_secure_port", 0),
                                              "node-bootstrap" not in disabled)
         cm_proc.start()
@@ -212,7 +215,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         cm = ControllerManager(client, controllers=server_controllers(disabled),
                                root_ca=server.pki.ca_cert_path.read_bytes(),
                                options={**cluster_signing_options(server), **node_ipam_options(server),
-                                        **hpa_options(args)})
+                                        **hpa_options(args),
+                                        "cluster_signing_duration": getattr(args, "cluster_signing_duration", None)})
         if (shared := in_process_metrics(server)) is not None:  # on the server's /metrics, as k3s
             cm.enable_metrics(shared)
         await cm.start()

@@ -56,6 +56,11 @@ def _server_parser(sub: Any) -> None:
                    help="requests without credentials are system:anonymous (group system:unauthenticated), "
                         "which RBAC lets reach /healthz, /livez, /readyz and /version only (default true); "
                         "false: 401 for every such request")
+    from .controller_manager_cmd import go_duration
+
+    p.add_argument("--cluster-signing-duration", type=go_duration, default=None, metavar="DURATION",
+                   help="the longest lifetime of a certificate the controller manager signs for a CSR, e.g. the "
+                        "kubelets' client certificates, which they renew at 70-90%% of it (default 8760h0m0s)")
     p.add_argument("--enable-bootstrap-token-auth", default=True, action=argparse_bool(), nargs="?", const=True,
                    help="bearer tokens <id>.<secret> of kube-system Secrets of type bootstrap.kubernetes.io/token "
                         "authenticate as system:bootstrap:<id> (group system:bootstrappers), for nodes joining "
