@@ -68,8 +68,10 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--client-ca-file", default=None, metavar="FILE",
                    help="a PEM CA bundle whose client certificates are accepted besides the cluster CA's "
                         "(CN is the user name, O the groups)")
-    p.add_argument("--authorization-mode", default="RBAC", metavar="MODES",
-                   help="ordered comma-separated authorizers: Node, RBAC, AlwaysAllow, AlwaysDeny (default RBAC; "
+    p.add_argument("--authorization-mode", default="Node,RBAC", metavar="MODES",
+                   help="ordered comma-separated authorizers: Node, RBAC, AlwaysAllow, AlwaysDeny (default Node,RBAC "
+                        "as kubeadm and k3s set it, so that kubelets act as system:node:<name>, with NodeRestriction "
+                        "admission unless --disable-admission-plugins names it; "
                         "kube-apiserver's default AlwaysAllow is accepted but not assumed; Webhook is not supported)")
     p.add_argument("--enable-admission-plugins", "--admission-plugins", action="append", default=[], metavar="NAMES",
                    help="admission plugins to turn on besides the default ones, upstream's names (e.g. NodeRestriction)")
@@ -289,6 +291,8 @@ async def _server(args: Any) -> int:
             load_client_cas(args.client_ca_file)
         admission_on, admission_off = resolve_admission_plugins(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins)
+        if "Node" in authz_modes and "NodeRestriction" not in admission_off:
+            admission_on.add("NodeRestriction")  # kubeadm's pair: each node confined to its own objects
         if args.admission_control_config_file:
             from ..apiserver.podsecurity.config import load as load_pod_security_config
 
