@@ -146,8 +146,9 @@ def test_client_certificate_rotated_and_old_one_refused(nc: NetnsCluster) -> Non
     wait = old.not_valid_after_utc.timestamp() - time.time()
     if wait > 0:
         time.sleep(wait + 1)  # the old certificate's own expiry: nothing to poll for
-    # our server checks client certificates in the TLS handshake (upstream's answers 401 after it): refused either way
-    with pytest.raises(ssl.SSLError):
+    # our server checks client certificates in the TLS handshake (upstream's answers 401 after it): refused either
+    # way; with TLS 1.3 the client learns it at its first read (an alert, or the connection closed)
+    with pytest.raises((ssl.SSLError, ConnectionError)):
         _whoami_with(nc.cluster, old_conf)
     # the node saw the pods change after the rotation: its watches came back with the new certificate
     nc.delete_pod("joined", grace=0)
@@ -210,3 +211,67 @@ def test_bootstrap_csr_with_extra_sans_or_usages_not_approved(nc: NetnsCluster) 
     # nor may the token approve its own requests
     out = nc.cluster.kubectl("--kubeconfig", kc, "certificate", "approve", "nb-sans", check=False)
     assert out.returncode != 0 and "forbidden" in out.stderr.lower()
+
+
+def _serving_cert(nc: NetnsCluster) -> x509.Certificate | None:
+    """Port 10250's certificate if the cluster CA verifies it, else None (the self-signed one)."""
+    import socket
+
+    ctx = ssl.create_default_context(cafile=os.path.join(nc.cluster.data_dir, "pki", "ca.crt"))
+    ctx.check_hostname = False
+    try:
+        with socket.create_connection((nc.node_ips[0], 10250), timeout=5) as raw, \
+                ctx.wrap_socket(raw) as tls:
+            der = tls.getpeercert(binary_form=True)
+    except (ssl.SSLError, OSError):
+        return None
+    return x509.load_der_x509_certificate(der) if der else None
+
+
+def test_serving_certificate_signed_for_the_nodes_own_names(nc: NetnsCluster) -> None:
+    node, ip = nc.node_names[0], nc.node_ips[0]
+    cert = nc.wait(lambda: _serving_cert(nc), 30, "port 10250 serving a cluster-CA certificate")
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(a) for a in san.get_values_for_type(x509.IPAddress)] == [ip]
+    assert san.get_values_for_type(x509.DNSName) == [node]
+    csrs = nc.get("/apis/certificates.k8s.io/v1/certificatesigningrequests")["items"]
+    serving = [c for c in csrs if c["spec"]["signerName"] == "kubernetes.io/kubelet-serving"
+               and c["spec"]["username"] == f"system:node:{node}"]
+    assert serving and serving[0]["status"]["conditions"][0]["reason"] == "AutoApproved"
+    pem = os.path.join(nc.agents[0].data_dir, "pki", "kubelet-server-current.pem")
+    assert stat.S_IMODE(os.stat(pem).st_mode) == 0o600
+
+
+def _serving_csr(name: str, cn: str, ips: list[str], dns: list[str]) -> str:
+    import ipaddress
+
+    from cryptography.hazmat.primitives import hashes, serialization
+
+    from pyk8s.pki import new_ec_key, x509_name
+
+    names: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    names += [x509.DNSName(d) for d in dns]
+    req = (x509.CertificateSigningRequestBuilder().subject_name(x509_name(cn, ["system:nodes"]))
+           .add_extension(x509.SubjectAlternativeName(names), critical=False).sign(new_ec_key(), hashes.SHA256()))
+    return yaml.safe_dump({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                           "metadata": {"name": name},
+                           "spec": {"request": base64.b64encode(req.public_bytes(serialization.Encoding.PEM)).decode(),
+                                    "signerName": "kubernetes.io/kubelet-serving",
+                                    "usages": ["digital signature", "server auth"]}})
+
+
+def test_node_serving_csr_for_foreign_names_not_approved(nc: NetnsCluster) -> None:
+    node, ip = nc.node_names[0], nc.node_ips[0]
+    kubeconfig, _ = _node_files(nc)
+    bad = {"sv-foreign-ip": (f"system:node:{node}", [ip, "10.9.9.9"], [node]),
+           "sv-foreign-dns": (f"system:node:{node}", [ip], [node, "kubernetes.default.svc"]),
+           "sv-other-node": ("system:node:nb-other", [ip], [node])}
+    for name, (cn, ips, dns) in bad.items():
+        nc.cluster.kubectl("--kubeconfig", kubeconfig, "create", "-f", "-", input=_serving_csr(name, cn, ips, dns))
+    nc.cluster.kubectl("--kubeconfig", kubeconfig, "create", "-f", "-",
+                       input=_serving_csr("sv-own", f"system:node:{node}", [ip], [node]))
+    path = "/apis/certificates.k8s.io/v1/certificatesigningrequests/"
+    nc.wait(lambda: (nc.get(path + "sv-own") or {}).get("status", {}).get("certificate"), 20, "sv-own issued")
+    for name in bad:
+        conds = (nc.get(path + name) or {}).get("status", {}).get("conditions") or []
+        assert not any(c["type"] == "Approved" for c in conds), (name, conds)

@@ -62,7 +62,9 @@ def add_parser(sub: Any) -> None:
                         "served)")
     p.add_argument("--tls-cert-file", default=None, metavar="FILE",
                    help="serving certificate for port 10250 (default: a self-signed one in <data-dir>/pki, as "
-                        "upstream's kubelet makes)")
+                        "upstream's kubelet makes; when joining with a bootstrap token, replaced by one the cluster "
+                        "CA signs for the node's name and IP through a kubernetes.io/kubelet-serving CSR, renewed "
+                        "before it expires)")
     p.add_argument("--tls-private-key-file", default=None, metavar="FILE", help="the key of --tls-cert-file")
     p.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan", "none"], default="auto",
                    help="routes to other nodes' pods: host-gw (a route via the node, same link only), vxlan "
@@ -256,8 +258,16 @@ async def _agent(args: Any) -> int:
         await kl.stop()
         await client.close()
         return 1
+    serving = None
     if rotator is not None:
         rotator.start()
+        if not args.tls_cert_file and getattr(kl, "server", None) is not None:
+            from ..kubelet.node import default_node_ip
+            from ..kubelet.tls_bootstrap import ServingCertificateManager
+
+            serving = ServingCertificateManager(client, args.data_dir, node_name,
+                                                [node_name, cfg.node_ip or default_node_ip()], kl.server.tls_context)
+            serving.start()
     netpol = None
     if not args.disable_network_policy:
         from ..netpol.controller import start_for_node
@@ -314,6 +324,8 @@ async def _agent(args: Any) -> int:
         await proxy.stop()  # the node's Service rules go with it
     if rotator is not None:
         await rotator.stop()
+    if serving is not None:
+        await serving.stop()
     await kl.stop()
     await client.close()
     return 0

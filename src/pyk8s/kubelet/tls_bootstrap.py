@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ipaddress
 import logging
 import os
 import random
@@ -44,6 +45,8 @@ CSRS = ("certificates.k8s.io", "v1", "certificatesigningrequests")
 CONFIGMAPS = ("", "v1", "configmaps")
 KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 CLIENT_USAGES = ["digital signature", "client auth"]  # an ECDSA key: no key encipherment, as upstream's kubelet
+KUBELET_SERVING_SIGNER = "kubernetes.io/kubelet-serving"
+SERVING_USAGES = ["digital signature", "server auth"]
 
 
 class BootstrapError(Exception):
@@ -212,51 +215,103 @@ def rotation_deadline(cert: x509.Certificate, received: float, rng: random.Rando
 class CertificateRotator:
     """Renews the node's client certificate before it expires, as the node (selfnodeclient)."""
 
+    what = "client"
+
     def __init__(self, client: Client, paths: NodeCredentialPaths, server: str, node: str) -> None:
         self.client, self.paths, self.server, self.node = client, paths, server, node
+        self.pem = paths.pem
         self._task: asyncio.Task[None] | None = None
         self.rotations = 0
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="client-cert-rotation")
+        self._task = asyncio.create_task(self._run(), name=f"{self.what}-cert-rotation")
 
     async def stop(self) -> None:
         await cancel(self._task)
 
-    def _current(self) -> tuple[x509.Certificate, float]:
-        with open(self.paths.pem, "rb") as f:
-            cert = x509.load_pem_x509_certificate(f.read())
-        return cert, os.stat(self.paths.pem).st_mtime
+    def _current(self) -> tuple[x509.Certificate, float] | None:
+        try:
+            with open(self.pem, "rb") as f:
+                cert = x509.load_pem_x509_certificate(f.read())
+            return cert, os.stat(self.pem).st_mtime
+        except (OSError, ValueError):
+            return None  # none yet: get one now
 
     async def _run(self) -> None:
         backoff = 1.0
         while True:
-            cert, received = self._current()
-            wait = rotation_deadline(cert, received) - time.time()
-            log.info("client certificate expires %s, rotation in %.0fs", cert.not_valid_after_utc, max(wait, 0))
-            if wait > 0:
-                await asyncio.sleep(wait)
+            current = self._current()
+            if current is not None:
+                cert, received = current
+                wait = rotation_deadline(cert, received) - time.time()
+                log.info("%s certificate expires %s, rotation in %.0fs", self.what, cert.not_valid_after_utc,
+                         max(wait, 0))
+                if wait > 0:
+                    await asyncio.sleep(wait)
             try:
                 await self.rotate()
                 backoff = 1.0
             except (BootstrapError, StatusError, OSError) as e:
-                log.warning("client certificate rotation failed (retrying in %.0fs): %s", backoff, e)
+                log.warning("%s certificate rotation failed (retrying in %.0fs): %s", self.what, backoff, e)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 60.0)
 
-    async def rotate(self) -> None:
+    async def _request(self) -> tuple[bytes, bytes]:
         csr_pem, key_pem = client_csr(self.node)
-        cert_pem = await request_certificate(self.client, csr_pem, KUBELET_CLIENT_SIGNER, CLIENT_USAGES)
+        return await request_certificate(self.client, csr_pem, KUBELET_CLIENT_SIGNER, CLIENT_USAGES), key_pem
+
+    async def _install(self, cert_pem: bytes, key_pem: bytes) -> None:
         with open(self.paths.ca, "rb") as f:
             ca_pem = f.read()
         store(self.paths, self.server, ca_pem, cert_pem, key_pem, self.node)
         assert self.client.ssl_context is not None
         self.client.ssl_context.load_cert_chain(self.paths.pem)  # new connections present the new certificate
         await self.client.reset_connections()
+
+    async def rotate(self) -> None:
+        cert_pem, key_pem = await self._request()
+        await self._install(cert_pem, key_pem)
         self.rotations += 1
         serial = x509.load_pem_x509_certificate(cert_pem).serial_number
-        print(f"pyk8s agent: rotated the client certificate of node {self.node} (serial {serial})", flush=True)
+        print(f"pyk8s agent: rotated the {self.what} certificate of node {self.node} (serial {serial})", flush=True)
+
+
+class ServingCertificateManager(CertificateRotator):
+    """Port 10250's certificate from the kubelet-serving signer (the node's name and IPs), renewed like the
+    client one and swapped into the live TLS context: upstream's kubelet with serverTLSBootstrap."""
+
+    what = "serving"
+
+    def __init__(self, client: Client, data_dir: str, node: str, addresses: list[str],
+                 tls_context: ssl.SSLContext) -> None:
+        super().__init__(client, NodeCredentialPaths.under(data_dir), "", node)
+        self.pem = os.path.join(data_dir, "pki", "kubelet-server-current.pem")
+        self.addresses, self.tls_context = addresses, tls_context
+        if _valid_pem(self.pem, time.time()) is not None:
+            tls_context.load_cert_chain(self.pem)  # an earlier run's, still valid
+
+    async def _request(self) -> tuple[bytes, bytes]:
+        key = new_ec_key()
+        names = [x509.IPAddress(ipaddress.ip_address(a)) if _is_ip(a) else x509.DNSName(a) for a in self.addresses]
+        req = (x509.CertificateSigningRequestBuilder()
+               .subject_name(x509_name(f"system:node:{self.node}", ["system:nodes"]))
+               .add_extension(x509.SubjectAlternativeName(names), critical=False).sign(key, hashes.SHA256()))
+        cert_pem = await request_certificate(self.client, req.public_bytes(serialization.Encoding.PEM),
+                                             KUBELET_SERVING_SIGNER, SERVING_USAGES)
+        return cert_pem, private_key_pem(key)
+
+    async def _install(self, cert_pem: bytes, key_pem: bytes) -> None:
+        write_atomic(self.pem, key_pem + cert_pem, 0o600)
+        self.tls_context.load_cert_chain(self.pem)  # new TLS handshakes on port 10250 present it
+
+
+def _is_ip(a: str) -> bool:
+    try:
+        ipaddress.ip_address(a)
+        return True
+    except ValueError:
+        return False
 
 
 __all__ = ["BootstrapError", "NodeCredentialPaths", "bootstrap", "discover", "CertificateRotator",
-           "rotation_deadline", "request_certificate", "client_csr"]
+           "rotation_deadline", "request_certificate", "client_csr", "ServingCertificateManager"]
