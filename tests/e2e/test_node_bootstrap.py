@@ -115,10 +115,24 @@ def test_node_joins_with_token_only(nc: NetnsCluster) -> None:
     lease = nc.wait(lambda: nc.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}"), 20,
                     "the node's lease")
     assert lease["spec"]["holderIdentity"] == node
-    # and its pods run
-    nc.create(busybox_pod("joined", "echo hello; sleep 3600", nodeName=node))
+    # and its pods run, with what the Node authorizer lets it read for them: their Secret, ConfigMap and
+    # service account token (a TokenRequest by the node)
+    nc.api("POST", "/api/v1/namespaces/default/secrets", {"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": "joined-s"}, "data": {"k": base64.b64encode(b"from-secret").decode()}})
+    nc.api("POST", "/api/v1/namespaces/default/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "joined-c"}, "data": {"k": "from-configmap"}})
+    script = ("cat /s/k; echo; cat /c/k; echo; test -s /var/run/secrets/kubernetes.io/serviceaccount/token "
+              "&& echo token; sleep 3600")
+    pod = busybox_pod("joined", script, nodeName=node,
+                      volumes=[{"name": "s", "secret": {"secretName": "joined-s"}},
+                               {"name": "c", "configMap": {"name": "joined-c"}}])
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "s", "mountPath": "/s"}, {"name": "c", "mountPath": "/c"}]
+    nc.create(pod)
     nc.wait_running("joined", timeout=60)
-    assert nc.kubectl("logs", "joined").strip() == "hello"
+    nc.wait(lambda: nc.kubectl("logs", "joined").split() == ["from-secret", "from-configmap", "token"], 20,
+            "the pod's volumes")
+    # the node's events reach the API too
+    nc.wait(lambda: any(e.get("reason") == "Started" for e in nc.events("joined")), 20, "the kubelet's events")
 
 
 def test_client_certificate_rotated_and_old_one_refused(nc: NetnsCluster) -> None:

@@ -197,3 +197,18 @@ def test_expired_token_not_authenticated_by_clock() -> None:
     secret["data"]["expiration"] = b64("not a time")
     a = BootstrapTokenAuthenticator(lambda ns, n: store.get((ns, n)))
     assert a.authenticate_token("clockt.0123456789abcdef") is None
+
+
+def test_disabled_node_bootstrap_and_token_auth(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`--disable node-bootstrap`: no cluster-info, no kubeadm bindings; `--enable-bootstrap-token-auth=false`:
+    a valid token Secret authenticates nobody."""
+    c = Cluster(str(tmp_path_factory.mktemp("no-nodeboot")),
+                ["--disable", "node-bootstrap", "--enable-bootstrap-token-auth=false"]).start()
+    try:
+        assert raw_request(c, "GET", CLUSTER_INFO).status == 404
+        crb = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:node-autoapprove-bootstrap"
+        assert raw_request(c, "GET", crb).status == 404
+        create(c, token_secret("offtok", "0123456789abcdef", **{"usage-bootstrap-authentication": "true"}))
+        assert_unauthorized(c, "offtok.0123456789abcdef")
+    finally:
+        c.stop()
