@@ -97,9 +97,11 @@ def scheduler_process(server: Any, verbosity: int = 0, secure_port: int = 0) -> 
 
 
 def controller_manager_process(server: Any, verbosity: int = 0, local_storage: bool = True,
-                               extra: tuple[str, ...] = (), hpa: bool = True, secure_port: int = 0) -> Any:
+                               extra: tuple[str, ...] = (), hpa: bool = True, secure_port: int = 0,
+                               node_bootstrap: bool = True) -> Any:
     # the same identity as the in-process manager's (see start_components)
     controllers = ["*", *(["local-path-provisioner"] if local_storage else []),
+                   *(["bootstrapsigner", "tokencleaner"] if node_bootstrap else []),
                    *([] if hpa else ["-horizontalpodautoscaling"])]
     return _component_process(server, "controller-manager", "controller-manager.conf",
                               "system:kube-controller-manager", ["system:masters"], verbosity,
@@ -109,6 +111,12 @@ def controller_manager_process(server: Any, verbosity: int = 0, local_storage: b
                               + _secure_port(secure_port)
                               + (("--controllers", ",".join(controllers)) if len(controllers) > 1 else ())
                               + extra)
+
+
+def advertised_url(server: Any) -> str:
+    """The API server's URL as nodes on other machines reach it (its advertise address)."""
+    host = server.advertise_address
+    return f"https://{'[' + host + ']' if ':' in host else host}:{server.port}"
 
 
 def node_ipam_options(server: Any) -> dict[str, Any]:
@@ -165,7 +173,8 @@ def server_controllers(disabled: set[str]) -> list[str]:
     (and without the horizontal pod autoscaler under `--disable hpa`)."""
     from .controllers.manager import KNOWN, SERVER_ONLY
 
-    known = [n for n in KNOWN if not (n == "horizontalpodautoscaling" and "hpa" in disabled)]
+    known = [n for n in KNOWN if not (n == "horizontalpodautoscaling" and "hpa" in disabled)
+             and not (n in ("bootstrapsigner", "tokencleaner") and "node-bootstrap" in disabled)]
     return [*known, *(n for n in SERVER_ONLY if "local-storage" not in disabled)]
 
 
@@ -174,13 +183,21 @@ async def start_components(server: Any, args: Any) -> list[Any]:
 
     disabled = set(getattr(args, "disable", None) or [])
     started: list[Any] = []
+    if "node-bootstrap" not in disabled:  # before the kubelets: cluster-info and the bootstrap RBAC
+        from .apiserver.cluster_info import publish as publish_cluster_info
+
+        await publish_cluster_info(server, advertised_url(server))
     if "controller-manager" not in disabled and getattr(args, "controller_manager_process", False):
         # kube-controller-manager's own process: its informers and syncs leave the API's loop
         from .controllers.podautoscaler import options as hpa_flags
 
+        signing = getattr(args, "cluster_signing_duration", None)
         cm_proc = controller_manager_process(server, getattr(args, "v", 0), "local-storage" not in disabled,
-                                             hpa_flags.argv_from_args(args), "hpa" not in disabled,
-                                             getattr(args, "controller_manager_secure_port", 0))
+                                             hpa_flags.argv_from_args(args)
+                                             + (("--cluster-signing-duration", f"{signing}s") if signing else ()),
+                                             "hpa" not in disabled,
+                                             getattr(args, "controller_manager_secure_port", 0),
+                                             "node-bootstrap" not in disabled)
         cm_proc.start()
         started.append(cm_proc)
         client = component_client(server, "system:kube-controller-manager", ["system:masters"], "pyk8s-server")
@@ -198,7 +215,8 @@ async def start_components(server: Any, args: Any) -> list[Any]:
         cm = ControllerManager(client, controllers=server_controllers(disabled),
                                root_ca=server.pki.ca_cert_path.read_bytes(),
                                options={**cluster_signing_options(server), **node_ipam_options(server),
-                                        **hpa_options(args)})
+                                        **hpa_options(args),
+                                        "cluster_signing_duration": getattr(args, "cluster_signing_duration", None)})
         if (shared := in_process_metrics(server)) is not None:  # on the server's /metrics, as k3s
             cm.enable_metrics(shared)
         await cm.start()

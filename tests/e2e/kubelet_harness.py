@@ -76,7 +76,7 @@ class Agent:
         self.output: list[str] = []
 
     def start(self, timeout: float = 60.0) -> Agent:
-        cmd = [*self.prefix, sys.executable, "-m", "pyk8s.cli", "agent", "--kubeconfig", self.cluster.kubeconfig,
+        cmd = [*self.prefix, sys.executable, "-m", "pyk8s.cli", "agent", *self.connection_args(),
                "--node-name", self.name, "--data-dir", self.data_dir, "--cni-bridge", self.bridge,
                "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1", *self.extra]
         if not self.prefix:  # on the host's network: no nftables table in the host's namespace
@@ -98,6 +98,10 @@ class Agent:
             raise RuntimeError("pyk8s agent did not start:\n" + "".join(self.output[-50:]))
         threading.Thread(target=self._drain, daemon=True).start()
         return self
+
+    def connection_args(self) -> list[str]:
+        """How the agent reaches the server (a test joining with a bootstrap token gives --server and --token)."""
+        return ["--kubeconfig", self.cluster.kubeconfig]
 
     def _drain(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

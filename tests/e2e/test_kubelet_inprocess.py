@@ -47,8 +47,28 @@ class InProcess(Env):
                                                                                    "--disable", "ingress",
                                                                                    # no nftables table in the host's namespace
                                                                                    "--disable", "network-policy",
-                                                                                   "--disable", "proxy"],
+                                                                                   "--disable", "proxy",
+                                                                                   *self._audit(base)],
                                env={"PYK8S_AGENT_CNI_BRIDGE": self.bridge, "PYK8S_AGENT_RUNC_ROOT": self.runc_root})
+
+    def _audit(self, base: str) -> list[str]:
+        """Who renews the node's Lease, from the audit log: the kubelet's identity."""
+        os.makedirs(base, exist_ok=True)
+        policy = os.path.join(base, "audit-policy.yaml")
+        with open(policy, "w") as f:
+            f.write("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
+                    "  resources: [{group: coordination.k8s.io, resources: [leases]}]\n  namespaces: [kube-node-lease]\n"
+                    "- level: None\n")
+        self.audit_log = os.path.join(base, "audit.log")
+        return ["--audit-policy-file", policy, "--audit-log-path", self.audit_log]
+
+    def lease_writers(self) -> list[dict[str, object]]:
+        import json
+
+        with open(self.audit_log) as f:
+            events = [json.loads(line) for line in f if line.strip()]
+        return [e["user"] for e in events if e.get("verb") in ("create", "update", "patch")
+                and e["objectRef"].get("name") == self.node]
 
     def start(self, images: tuple[str, ...] = ("busybox:e2e",)) -> InProcess:
         import_images(self.data, images)
@@ -76,6 +96,10 @@ def test_server_runs_a_kubelet(tmp_path):
             raise
         node = env.node_obj()
         assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.33.1"
+        # the server's kubelet is the node itself, not system:masters (Node authorizer and NodeRestriction)
+        writers = env.wait(env.lease_writers, 20, "the node's lease written")
+        assert {w["username"] for w in writers} == {f"system:node:{env.node}"}
+        assert all("system:masters" not in w.get("groups", []) for w in writers), writers
         assert {m["manager"] for m in node["metadata"].get("managedFields") or []} >= {"kubelet"}
         for sock in ("device-plugins/kubelet.sock", "pod-resources/kubelet.sock"):  # docs/device-plugins.md
             st = os.stat(os.path.join(env.data, "kubelet", sock))

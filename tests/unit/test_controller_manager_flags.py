@@ -7,12 +7,22 @@ import argparse
 import pytest
 
 from pyk8s.cli.controller_manager_cmd import go_duration, validate
-from pyk8s.controllers.manager import KNOWN, select_controllers
+from pyk8s.controllers.manager import DISABLED_BY_DEFAULT, KNOWN, select_controllers
+
+ON_BY_DEFAULT = [n for n in KNOWN if n not in DISABLED_BY_DEFAULT]
 
 
 def test_star_runs_every_controller_and_minus_disables_one():
-    assert select_controllers(["*"]) == list(KNOWN)
-    assert select_controllers(["*", "-garbage-collector-controller"]) == [n for n in KNOWN if n != "garbagecollector"]
+    assert select_controllers(["*"]) == ON_BY_DEFAULT
+    assert select_controllers(["*", "-garbage-collector-controller"]) == [n for n in ON_BY_DEFAULT
+                                                                          if n != "garbagecollector"]
+
+
+def test_token_controllers_only_when_named():
+    """As upstream's: bootstrapsigner and tokencleaner are off under '*' (kubeadm names them)."""
+    assert "bootstrapsigner" not in select_controllers(["*"])
+    assert {"bootstrapsigner", "tokencleaner"} <= set(select_controllers(["*", "bootstrap-signer-controller",
+                                                                          "tokencleaner"]))
 
 
 def test_canonical_names_and_aliases_name_the_same_controller():

@@ -70,6 +70,7 @@ class ServerConfig:
     tls: bool = True
     # requests without credentials are system:anonymous, authorized by RBAC (upstream's --anonymous-auth)
     anonymous_auth: bool = True
+    enable_bootstrap_token_auth: bool = True  # kube-system bootstrap-token Secrets (bootstrap_token_auth.py)
     # --authorization-mode (authz_modes.py) and the admission plugins toggled on/off (admission_plugins.py)
     authorization_modes: tuple[str, ...] = ("RBAC",)
     client_ca_file: str | None = None  # --client-ca-file: another CA whose client certificates are accepted
@@ -338,6 +339,10 @@ class APIServer:
             self.pki, token_auth_file=cfg.token_auth_file, sa_getter=_CacheGetter(self),
             anonymous=cfg.anonymous_auth,
         )
+        if cfg.enable_bootstrap_token_auth:
+            from .bootstrap_token_auth import BootstrapTokenAuthenticator
+
+            self.authenticator.token_authenticators.append(BootstrapTokenAuthenticator(_CacheGetter(self).get_secret))
         if cfg.client_ca_file and self.authenticator.x509 is not None:
             from .client_ca import load_client_cas
 

@@ -45,6 +45,8 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
         argv += ["--token-auth-file", cfg.token_auth_file]
     if not cfg.anonymous_auth:
         argv.append("--anonymous-auth=false")
+    if not cfg.enable_bootstrap_token_auth:
+        argv.append("--enable-bootstrap-token-auth=false")
     if "metrics" in cfg.disabled_components:  # docs/metrics.md: each worker counts what it serves
         argv += ["--disable", "metrics"]
     if not cfg.extend_token_expiration:  # workers answer TokenRequests too

@@ -19,8 +19,14 @@ def add_parser(sub: Any) -> None:
     auth.add_argument("--server", default=None,
                       help="API server URL, e.g. https://10.0.0.1:6443; several, comma separated, for failover "
                            "(requests move to the next when one cannot be reached)")
-    auth.add_argument("--token", default=None, help="bearer token (with --server)")
-    auth.add_argument("--certificate-authority", default=None, help="CA bundle for --server (default: no verification)")
+    auth.add_argument("--token", default=None,
+                      help="with --server: a bootstrap token <id>.<secret> to join with (TLS bootstrapping: the "
+                           "cluster CA is taken from kube-public/cluster-info once its signature by the token checks "
+                           "out, the node gets its own client certificate, kept in <data-dir>/kubelet.conf and "
+                           "rotated before it expires; docs/node-bootstrap.md), or any other bearer token to act with")
+    auth.add_argument("--certificate-authority", default=None,
+                      help="CA bundle for --server (default: the CA that cluster-info publishes with a bootstrap "
+                           "token, no verification with another token)")
     p.add_argument("--node-name", default=None, help="node name (default: the hostname, lowercased)")
     p.add_argument("--data-dir", default="./data/agent", help="kubelet state, images, logs (default ./data/agent)")
     p.add_argument("--root-dir", default="",
@@ -56,7 +62,9 @@ def add_parser(sub: Any) -> None:
                         "served)")
     p.add_argument("--tls-cert-file", default=None, metavar="FILE",
                    help="serving certificate for port 10250 (default: a self-signed one in <data-dir>/pki, as "
-                        "upstream's kubelet makes)")
+                        "upstream's kubelet makes; when joining with a bootstrap token, replaced by one the cluster "
+                        "CA signs for the node's name and IP through a kubernetes.io/kubelet-serving CSR, renewed "
+                        "before it expires)")
     p.add_argument("--tls-private-key-file", default=None, metavar="FILE", help="the key of --tls-cert-file")
     p.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan", "none"], default="auto",
                    help="routes to other nodes' pods: host-gw (a route via the node, same link only), vxlan "
@@ -119,11 +127,23 @@ def _reserved(*specs: str) -> dict[str, str]:
     return {k: str(v) for k, v in out.items()}
 
 
-def _client(args: Any) -> Any:
-    from ..client import Client
+def _user_agent() -> str:
     from ..kubelet.node import KUBELET_VERSION
 
-    ua = f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s"
+    return f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s"
+
+
+def _bootstrapping(args: Any) -> bool:
+    """--server with a bootstrap token (and no --kubeconfig): join by TLS bootstrapping."""
+    from ..bootstraptoken import parse_token
+
+    return not args.kubeconfig and bool(args.server) and parse_token(args.token or "") is not None
+
+
+def _client(args: Any) -> Any:
+    from ..client import Client
+
+    ua = _user_agent()
     if args.kubeconfig:
         return Client.from_kubeconfig(args.kubeconfig, user_agent=ua, pool_size=0)
     if not args.server:
@@ -175,9 +195,24 @@ async def _agent(args: Any) -> int:
     from ..kubelet.eviction import DEFAULT_HARD
     from ..kubelet.node import parse_labels, parse_taints
 
+    node_name = (args.node_name or socket.gethostname()).lower()
+    rotator = None
+    if _bootstrapping(args):
+        from ..kubelet.tls_bootstrap import BootstrapError, CertificateRotator, bootstrap
+
+        try:
+            client, paths = await bootstrap(args.server, args.token, node_name, args.data_dir,
+                                            args.certificate_authority, _user_agent())
+        except BootstrapError as e:
+            print(f"pyk8s agent: TLS bootstrap failed: {e}", file=sys.stderr)
+            return 1
+        args.client_ca_file = args.client_ca_file or paths.ca  # the API server's kubelet-client cert: the cluster CA
+        rotator = CertificateRotator(client, paths, args.server, node_name)
+    else:
+        client = _client(args)
     try:
         cfg = KubeletConfig(
-            node_name=(args.node_name or socket.gethostname()).lower(), data_dir=args.data_dir,
+            node_name=node_name, data_dir=args.data_dir,
             node_labels=parse_labels(args.node_labels), taints=parse_taints(args.register_with_taints),
             pod_cidr=args.pod_cidr, node_ip=args.node_ip,
             cluster_dns=[x.strip() for x in args.cluster_dns.split(",") if x.strip()],
@@ -194,6 +229,7 @@ async def _agent(args: Any) -> int:
         cfg.serving_cert_file, cfg.serving_key_file, cfg.client_ca_file = _serving(args, cfg.node_name, cfg.node_ip)
     except ValueError as e:
         print(f"pyk8s agent: {e}", file=sys.stderr)
+        await client.close()
         return 2
     proxy_client = None
     if args.proxy_kubeconfig and not args.disable_proxy:
@@ -214,7 +250,6 @@ async def _agent(args: Any) -> int:
             print(f"pyk8s agent: --local-path-kubeconfig: {e}", file=sys.stderr)
             return 2
     use_cheap_subprocesses()
-    client = _client(args)
     kl = Kubelet(client, cfg)
     try:
         await kl.start()
@@ -223,6 +258,16 @@ async def _agent(args: Any) -> int:
         await kl.stop()
         await client.close()
         return 1
+    serving = None
+    if rotator is not None:
+        rotator.start()
+        if not args.tls_cert_file and getattr(kl, "server", None) is not None:
+            from ..kubelet.node import default_node_ip
+            from ..kubelet.tls_bootstrap import ServingCertificateManager
+
+            serving = ServingCertificateManager(client, args.data_dir, node_name,
+                                                [node_name, cfg.node_ip or default_node_ip()], kl.server.tls_context)
+            serving.start()
     netpol = None
     if not args.disable_network_policy:
         from ..netpol.controller import start_for_node
@@ -277,6 +322,10 @@ async def _agent(args: Any) -> int:
         await proxy_metrics.stop()
     if proxy is not None:
         await proxy.stop()  # the node's Service rules go with it
+    if rotator is not None:
+        await rotator.stop()
+    if serving is not None:
+        await serving.stop()
     await kl.stop()
     await client.close()
     return 0

@@ -56,11 +56,22 @@ def _server_parser(sub: Any) -> None:
                    help="requests without credentials are system:anonymous (group system:unauthenticated), "
                         "which RBAC lets reach /healthz, /livez, /readyz and /version only (default true); "
                         "false: 401 for every such request")
+    from .controller_manager_cmd import go_duration
+
+    p.add_argument("--cluster-signing-duration", type=go_duration, default=None, metavar="DURATION",
+                   help="the longest lifetime of a certificate the controller manager signs for a CSR, e.g. the "
+                        "kubelets' client certificates, which they renew at 70-90%% of it (default 8760h0m0s)")
+    p.add_argument("--enable-bootstrap-token-auth", default=True, action=argparse_bool(), nargs="?", const=True,
+                   help="bearer tokens <id>.<secret> of kube-system Secrets of type bootstrap.kubernetes.io/token "
+                        "authenticate as system:bootstrap:<id> (group system:bootstrappers), for nodes joining "
+                        "with `pyk8s agent --token` (default true, as kubeadm sets it; docs/node-bootstrap.md)")
     p.add_argument("--client-ca-file", default=None, metavar="FILE",
                    help="a PEM CA bundle whose client certificates are accepted besides the cluster CA's "
                         "(CN is the user name, O the groups)")
-    p.add_argument("--authorization-mode", default="RBAC", metavar="MODES",
-                   help="ordered comma-separated authorizers: Node, RBAC, AlwaysAllow, AlwaysDeny (default RBAC; "
+    p.add_argument("--authorization-mode", default="Node,RBAC", metavar="MODES",
+                   help="ordered comma-separated authorizers: Node, RBAC, AlwaysAllow, AlwaysDeny (default Node,RBAC "
+                        "as kubeadm and k3s set it, so that kubelets act as system:node:<name>, with NodeRestriction "
+                        "admission unless --disable-admission-plugins names it; "
                         "kube-apiserver's default AlwaysAllow is accepted but not assumed; Webhook is not supported)")
     p.add_argument("--enable-admission-plugins", "--admission-plugins", action="append", default=[], metavar="NAMES",
                    help="admission plugins to turn on besides the default ones, upstream's names (e.g. NodeRestriction)")
@@ -121,7 +132,9 @@ def _server_parser(sub: Any) -> None:
                         "volumes' directories; docs/storage.md), metrics-server (the metrics.k8s.io API; "
                         "docs/metrics-server.md), hpa (the horizontal pod autoscaler; docs/hpa.md), device-plugins (the "
                         "local kubelet's device-plugin Registration and pod-resources sockets; docs/device-plugins.md), "
-                        "metrics (the API server's /metrics and its request counting, for benchmarks: docs/metrics.md) "
+                        "metrics (the API server's /metrics and its request counting, for benchmarks: docs/metrics.md), "
+                        "node-bootstrap (the kube-public/cluster-info ConfigMap, kubeadm's bootstrap RBAC and the "
+                        "bootstrapsigner and tokencleaner controllers: docs/node-bootstrap.md) "
                         "(repeatable)")
     from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
 
@@ -280,6 +293,8 @@ async def _server(args: Any) -> int:
             load_client_cas(args.client_ca_file)
         admission_on, admission_off = resolve_admission_plugins(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins)
+        if "Node" in authz_modes and "NodeRestriction" not in admission_off:
+            admission_on.add("NodeRestriction")  # kubeadm's pair: each node confined to its own objects
         if args.admission_control_config_file:
             from ..apiserver.podsecurity.config import load as load_pod_security_config
 
@@ -302,6 +317,7 @@ async def _server(args: Any) -> int:
         etcd_prefix=args.etcd_prefix,
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth,
+        enable_bootstrap_token_auth=args.enable_bootstrap_token_auth,
         authorization_modes=authz_modes,
         client_ca_file=os.path.abspath(args.client_ca_file) if args.client_ca_file else None,
         admission_enable=frozenset(admission_on),

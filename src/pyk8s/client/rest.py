@@ -131,6 +131,16 @@ class Client:
         request() and close(): the API server's in-process loopback (apiserver/loopback.py)."""
         self._pools[server.rstrip("/")] = pool
 
+    async def reset_connections(self) -> None:
+        """Drop every connection so that new ones present ssl_context's current certificate (rotation): idle
+        ones close now, streams (watches) end and are re-established by their callers, as client-go does."""
+        for pool in [p for p in self._pools.values() if isinstance(p, ConnectionPool)]:
+            pool.close()  # its connections still in use are dropped with it
+        self._pools = {k: v for k, v in self._pools.items() if not isinstance(v, ConnectionPool)}
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
     async def close(self) -> None:
         for pool in self._pools.values():
             pool.close()

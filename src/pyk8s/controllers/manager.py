@@ -41,6 +41,8 @@ KNOWN: dict[str, str] = {
     "csrsigning": "pyk8s.controllers.csrsigning:CSRSigningController",
     "csrapproving": "pyk8s.controllers.csrapproving:CSRApprovingController",
     "csrcleaner": "pyk8s.controllers.csrcleaner:CSRCleanerController",
+    "bootstrapsigner": "pyk8s.controllers.bootstrapsigner:BootstrapSigner",
+    "tokencleaner": "pyk8s.controllers.tokencleaner:TokenCleaner",
     "persistentvolume-binder": "pyk8s.controllers.persistentvolume:PersistentVolumeController",
     "persistentvolume-expander": "pyk8s.controllers.volume_expand:ExpandController",
     "pvc-protection": "pyk8s.controllers.volume_protection:PVCProtectionController",
@@ -80,6 +82,8 @@ CANONICAL: dict[str, str] = {
     "csrsigning": "certificatesigningrequest-signing-controller",
     "csrapproving": "certificatesigningrequest-approving-controller",
     "csrcleaner": "certificatesigningrequest-cleaner-controller",
+    "bootstrapsigner": "bootstrap-signer-controller",
+    "tokencleaner": "token-cleaner-controller",
     "persistentvolume-binder": "persistentvolume-binder-controller",
     "persistentvolume-expander": "persistentvolume-expander-controller",
     "pvc-protection": "persistentvolumeclaim-protection-controller",
@@ -88,6 +92,8 @@ CANONICAL: dict[str, str] = {
     "horizontalpodautoscaling": "horizontal-pod-autoscaler-controller",
     "resource-claim-controller": "resourceclaim-controller",
 }
+# Off unless named, as upstream's (kubeadm turns both on: `--controllers=*,bootstrapsigner,tokencleaner`).
+DISABLED_BY_DEFAULT = frozenset({"bootstrapsigner", "tokencleaner"})
 _BY_NAME = {**{v: k for k, v in CANONICAL.items()}, **{k: k for k in CANONICAL}, "endpoint": "endpoints"}
 
 
@@ -113,7 +119,7 @@ def select_controllers(spec: list[str]) -> list[str]:
             raise ValueError(f"{item.lstrip('-')!r} is not in the list of known controllers")
         (unwanted if off else wanted).add(name)
     # server-only controllers run when named, never through '*'
-    return [n for n in [*KNOWN, *SERVER_ONLY] if n not in unwanted and ((star and n in KNOWN) or n in wanted)]
+    return [n for n in [*KNOWN, *SERVER_ONLY] if n not in unwanted and ((star and n in KNOWN and n not in DISABLED_BY_DEFAULT) or n in wanted)]
 
 
 def load(name: str) -> type[Controller] | None:
@@ -133,7 +139,7 @@ class ControllerManager:
                  root_ca: bytes = b"", options: dict[str, Any] | None = None, identity: str | None = None,
                  exit_on_lost_leadership: bool = False) -> None:
         self.client = client
-        self.names = controllers or list(KNOWN)
+        self.names = controllers or [n for n in KNOWN if n not in DISABLED_BY_DEFAULT]
         self.leader_elect = leader_elect
         self.root_ca = root_ca
         self.options = options or {}

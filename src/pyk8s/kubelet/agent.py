@@ -833,10 +833,9 @@ async def start_local_agent(server: Any, args: Any, component_client: Callable[.
         log.warning("%s", e)
 
     def make() -> Kubelet:
-        # CN=system:node:<name>, O=system:nodes is the kubelet's identity upstream; our RBAC has no Node authorizer
-        # yet (the bootstrap system:node binding has no subjects), so the in-process kubelet also carries
-        # system:masters.
-        client = component_client(server, f"system:node:{node}", ["system:nodes", "system:masters"],
+        # CN=system:node:<name>, O=system:nodes, as upstream's kubelet: the Node authorizer (pyk8s server's default
+        # --authorization-mode Node,RBAC) and NodeRestriction confine it to its own node's objects
+        client = component_client(server, f"system:node:{node}", ["system:nodes"],
                                   f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s",
                                   loopback=False)  # the kubelet has its own thread and loop
         client.pool_size = 0  # one watch per referenced ConfigMap/Secret: no pool limit
