@@ -12,6 +12,7 @@ list another namespace's or resource's objects.
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import re
@@ -22,6 +23,7 @@ import pytest
 
 from pyk8s.apiserver.listsnapshot import MAX_SNAPSHOTS
 from tests.cluster import BOTH_DATASTORES, Cluster, raw_request
+from tests.etcd_helper import EtcdCluster
 
 pytestmark = [BOTH_DATASTORES, pytest.mark.xdist_group("paged-list-cache"), pytest.mark.timeout(120)]
 
@@ -213,13 +215,17 @@ def compacting(tmp_path_factory: pytest.TempPathFactory, datastore: str):
     """A single API process (snapshots are per process) whose store keeps one second of history."""
     if datastore == "sqlite-workers":
         pytest.skip("snapshots are per process: covered on sqlite and etcd")
-    c = Cluster(str(tmp_path_factory.mktemp(f"pyk8s-compact-{datastore}")), datastore=datastore,
-                extra_args=["--compaction-interval", "1"])
-    c.start()
-    c.kubectl("create", "namespace", NS)
-    _apply(c, [_cm(f"cm-{i:02d}") for i in range(12)])
-    yield c
-    c.stop()
+    with contextlib.ExitStack() as stack:
+        etcd = None
+        if datastore == "etcd":  # its own: compaction is of the whole etcd, other servers' history too
+            etcd = stack.enter_context(EtcdCluster(tmp_path_factory.mktemp("etcd-compact"), 1))
+        c = Cluster(str(tmp_path_factory.mktemp(f"pyk8s-compact-{datastore}")), datastore=datastore, etcd=etcd,
+                    extra_args=["--compaction-interval", "1"])
+        c.start()
+        stack.callback(c.stop)
+        c.kubectl("create", "namespace", NS)
+        _apply(c, [_cm(f"cm-{i:02d}") for i in range(12)])
+        yield c
 
 
 _seq = itertools.count()
