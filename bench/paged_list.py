@@ -10,6 +10,11 @@ median wall time of one `kubectl get pods` and the server CPU (utime + stime fro
 page over all rounds, with the store path as the anchor (ratio > 1: the snapshots are cheaper/faster).
 
 BENCH_PAGED_SIZES (pod counts, default "1000,10000"), BENCH_PAGED_ROUNDS (default 5).
+
+Measured on the shared 2-core machine (load average 18-19, 5 rounds): 1,000 pods 346 ms
+against 501 ms (1.45x), server CPU per page 7 ms against 21 ms (3.0x); 10,000 pods 3.5 s
+against 5.4 s (1.56x), 4.7 ms against 37.8 ms per page (8.0x). The wall time is mostly
+kubectl's own (it decodes and prints every page's table); the server's part is the CPU figure.
 """
 
 from __future__ import annotations

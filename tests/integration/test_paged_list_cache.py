@@ -140,6 +140,22 @@ def test_selectors_page_on_the_snapshot_without_reading_the_store(seeded: Cluste
     seeded.kubectl("delete", "configmap", "cm-351", "-n", NS)
 
 
+def test_exact_resource_version_from_a_kept_snapshot(seeded: Cluster, datastore: str):
+    path = f"/api/v1/namespaces/{NS}/configmaps"
+    first = _list(seeded, path, limit=5)
+    rv = first["metadata"]["resourceVersion"]
+    _apply(seeded, [_cm("cm-02", labels={"tier": "b"}, v="later")])
+    before = _store_lists(seeded, "configmaps")
+    for q in ({"resourceVersion": rv, "resourceVersionMatch": "Exact"}, {"resourceVersion": rv, "limit": 5}):
+        got = _list(seeded, path, **q)
+        assert got["metadata"]["resourceVersion"] == rv
+        cm2 = [o for o in got["items"] if o["metadata"]["name"] == "cm-02"]
+        assert cm2[0]["data"] == {"v": "orig"}
+    if datastore != "sqlite-workers":
+        assert _store_lists(seeded, "configmaps") == before
+    _apply(seeded, [_cm("cm-02", labels={"tier": "b"})])
+
+
 def test_kubectl_chunk_size(seeded: Cluster, datastore: str):
     before = _store_lists(seeded, "configmaps")
     out = seeded.kubectl("get", "configmaps", "-n", NS, "--chunk-size=7", "-o", "name").stdout.split()
