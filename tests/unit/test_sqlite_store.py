@@ -55,6 +55,9 @@ def test_range_at_revision_with_paging(tmp_path):
         assert page.kvs[0].value == b"0"
         rest = await s.range("/registry/cm/ns/", revision=r5, start_after=page.kvs[-1].key)
         assert len(rest.kvs) == 6 and not rest.more
+        # the count is of the keys from the start key on, as etcd counts a continued range
+        mid = await s.range("/registry/cm/ns/", revision=r5, start_after=page.kvs[-1].key, limit=3, count=True)
+        assert [kv.key[-3:] for kv in mid.kvs] == ["k04", "k05", "k06"] and mid.more and mid.count == 6
         now = await s.range("/registry/cm/ns/")
         assert len(now.kvs) == 9 and now.kvs[0].value == b"changed"
         await s.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import posixpath
 import random
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
 from .codec import JSON_TYPES, decode_body, encode, media_type, unrecognized
 from .jsonwire import dumps as json_dumps
 from .jsonwire import go_escape
+from .listsnapshot import Snapshot
 from .negotiation import Output, output_for
 from .query_params import parse_bool, parse_int64, parse_resource_version
 from .request import RequestInfo
@@ -33,6 +35,9 @@ from .warning_headers import add_warnings
 from .watchcache import ADDED, BOOKMARK, TooOldError
 
 __all__ = ["ResourceHandler"]
+
+# (items, the list's resourceVersion, key of the last item when more follow, remainingItemCount)
+_ListPage = tuple[list[dict[str, Any]], int, str | None, int | None]
 
 
 def _profile_from_env() -> None:
@@ -399,10 +404,13 @@ class ResourceHandler:
         cache = await self.rest.cache_for(res)
         next_key: str | None = None
         remaining: int | None = None
+        snapshots = self.rest.list_from_cache_snapshot  # upstream's ListFromCacheSnapshot gate
+        prefix = self.registry.storage_resource(res).key_prefix(ns if res.namespaced else None)
         if cont:
             rev, start = _decode_continue(cont, res, ns, self.registry)
             try:
-                items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, start, rev)
+                items, list_rev, next_key, remaining = await self._page_at(
+                    res, ns, pred, limit, start, rev, cache.snapshot_at(rev) if snapshots else None, prefix)
             except CompactedError:
                 raise E.StatusError(410, "Expired", _CONTINUE_EXPIRED) from None
             except FutureRevisionError as fe:  # a forged token's revision: as upstream's etcd3 store answers it
@@ -412,7 +420,8 @@ class ResourceHandler:
             if rev_n >= 1 << 63:  # past any store's revisions (etcd's are int64): never asked of the store
                 raise E.new_timeout(f"Too large resource version: {rev_n}, current: {self.rest.store.revision}", 1)
             try:
-                items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, None, rev_n)
+                items, list_rev, next_key, remaining = await self._page_at(
+                    res, ns, pred, limit, None, rev_n, cache.snapshot_at(rev_n) if snapshots else None, prefix)
             except CompactedError:
                 raise E.new_resource_expired("The resourceVersion for the provided list is too old.") from None
             except FutureRevisionError as fe:
@@ -424,12 +433,17 @@ class ResourceHandler:
                     raise E.new_too_large_resource_version(want, self.rest.store.revision)
             if rv != "0":  # "0" is any state the cache has: no round trip to the store (upstream's semantics)
                 await self.rest.fresh()
-            use_cache = rv == "0" or not limit or cache.count(ns) <= limit
-            if use_cache:
+            if rv == "0" or not limit or cache.count(ns) <= limit:
+                # the watch cache ignores limit for resourceVersion=0, as upstream's
                 objs = cache.list(ns)
                 items = [o for o in objs if pred(o)] if pred is not None else objs
                 items.sort(key=_sort_key)
                 list_rev = cache.rev
+            elif snapshots:
+                # the first page of a paged list: its snapshot serves the continue tokens
+                snap = cache.snapshot()
+                list_rev = cache.rev
+                items, next_key, remaining = snap.page(prefix, None, limit, pred)
             else:
                 items, list_rev, next_key, remaining = await self.rest.list_from_store(res, ns, pred, limit, None, 0)
         items = [self.from_storage(res, o) for o in items] if self._storage_api_version(res) != res.api_version else items
@@ -456,6 +470,15 @@ class ResourceHandler:
         lst = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": items}
         body, ct = encode(lst, out)
         return web.Response(body=body, headers={"Content-Type": ct})
+
+    async def _page_at(self, res: Resource, ns: str | None, pred: Callable[[dict[str, Any]], bool] | None,
+                       limit: int, start: str | None, rev: int, snap: Snapshot | None,
+                       prefix: str) -> _ListPage:
+        """A page of the list at rev: cut from its snapshot while one is kept, else read from the store."""
+        if snap is not None:
+            items, next_key, remaining = snap.page(prefix, start, limit, pred)
+            return items, rev, next_key, remaining
+        return await self.rest.list_from_store(res, ns, pred, limit, start, rev)
 
     # ---- watch --------------------------------------------------------------------------
     async def watch(self, request: web.Request, res: Resource, ns: str | None, out: Output) -> web.StreamResponse:
@@ -712,8 +735,13 @@ def _decode_continue(token: str, res: Resource, ns: str | None, registry: Regist
         start = str(data["start"])
     except Exception:
         raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from None
-    if not 0 < rev < 1 << 63 or ".." in start or start.startswith("/"):  # upstream's token holds an int64
+    if not 0 < rev < 1 << 63 or not start:  # upstream's token holds an int64
+        raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    # as upstream, against path traversal: the start key must be a clean path below the list's prefix
+    # ("../", "./", "//" or a trailing "/" never name an object), so a page never leaves the prefix
+    rooted = start if start.startswith("/") else "/" + start
+    if posixpath.normpath(rooted) != rooted or rooted.startswith("//"):
         raise E.new_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
     prefix = registry.storage_resource(res).key_prefix(ns if res.namespaced else None)
-    key = prefix + start.rstrip("\x00")
+    key = prefix + rooted[1:].rstrip("\x00")
     return rev, key

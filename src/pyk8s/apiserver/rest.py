@@ -93,6 +93,8 @@ class RestStorage:
         self.stale_keys: set[str] | None = None
         # whether store.revision is authoritative (the store does not ask a cluster for it)
         self._local_revision = type(store).current_revision is Store.current_revision
+        # --feature-gates=ListFromCacheSnapshot: paged lists from watch cache snapshots (listsnapshot.py)
+        self.list_from_cache_snapshot = True
         try:
             from ..api.patch.apply import managed_fields_entries
 
@@ -489,7 +491,7 @@ class RestStorage:
                 if last_key == page.kvs[-1].key and not page.more:
                     return items, rev, None, None
                 remaining = None
-                if predicate is None and continue_key is None and page.count >= 0:
+                if predicate is None and page.count >= 0:  # counted from this page's start, as etcd's
                     remaining = page.count - len(items)
                 return items, rev, last_key, remaining
             if not page.more:

@@ -29,6 +29,7 @@ from .audit import AuditOptions, on_response_prepare, record_authorization, set_
 from .authz import RequestAttributes, forbidden_error
 from .codec import MAX_REQUEST_BYTES
 from .discovery import Discovery
+from .feature_gates import DEFAULTS as FEATURE_GATE_DEFAULTS
 from .handlers import ResourceHandler, status_response
 from .header_limits import MAX_FIELD_BYTES, MAX_HEADER_BYTES, handler_factory
 from .http1 import FastRequest, HTTP1Protocol
@@ -101,6 +102,8 @@ class ServerConfig:
     max_mutating_requests_inflight: int = 200
     # --service-account-extend-token-expiration: kube-api-access tokens valid a year, flagged after 3607 s
     extend_token_expiration: bool = True
+    # --feature-gates (feature_gates.py): name -> on
+    feature_gates: dict[str, bool] = field(default_factory=lambda: dict(FEATURE_GATE_DEFAULTS))
 
 
 def _version_info() -> dict[str, str]:
@@ -201,6 +204,7 @@ class APIServer:
         follow_from = self.store.revision  # every cache below is loaded at this revision or later
         self.rest = RestStorage(self.store, self.caches, self.registry)
         self.rest.stale_keys = getattr(self.store, "stale", None)
+        self.rest.list_from_cache_snapshot = cfg.feature_gates.get("ListFromCacheSnapshot", True)
         for r in self.registry.all():
             if not r.virtual:
                 await self.rest.cache_for(r)

@@ -25,6 +25,7 @@ import orjson
 
 from ..storage import DELETE, PUT, CompactedError, Event, KeyValue, Store, StoreError
 from .jsonwire import NEWLINE, go_escape
+from .listsnapshot import Snapshot, Snapshots
 
 __all__ = ["CacheEvent", "ResourceCache", "CacheSet", "Watcher", "TooOldError"]
 
@@ -191,6 +192,9 @@ class ResourceCache:
         self.watchers: set[Watcher] = set()
         # in-process consumers (RBAC index, allocators): called synchronously for every event
         self.listeners: list[Callable[[CacheEvent], None]] = []
+        # paged lists' snapshots (listsnapshot.py); changed_rev: the last event of this resource
+        self.snapshots = Snapshots()
+        self.changed_rev = 0
 
     @staticmethod
     def _ns_of(key: str, prefix: str) -> str:
@@ -205,6 +209,8 @@ class ResourceCache:
             self._put(key, obj)
         self.rev = rev
         self.oldest = rev
+        self.changed_rev = rev
+        self.snapshots.clear()
 
     def _put(self, key: str, obj: dict[str, Any]) -> None:
         self.objects[key] = obj
@@ -225,6 +231,8 @@ class ResourceCache:
         """`built`: the object ev's value was encoded from (see CacheSet.hand_over), used as is."""
         key = ev.kv.key
         prev = self.objects.get(key)
+        self.snapshots.changed(prev is None or ev.type == DELETE)
+        self.changed_rev = ev.revision
         if ev.type == DELETE:
             # the deleted object as last stored, with the deletion's revision (as upstream)
             obj = decode(ev.kv.value, ev.revision) if prev is None else _with_rv(prev, ev.revision)
@@ -254,12 +262,25 @@ class ResourceCache:
             while len(h) > HISTORY_MIN_EVENTS and (h[0].ts < cutoff or len(h) > HISTORY_MAX_EVENTS):
                 old = h.popleft()
                 self.oldest = old.rev
+            self.snapshots.forget_before(self.oldest)
 
     def list(self, namespace: str | None) -> list[dict[str, Any]]:
         if namespace is None:
             return list(self.objects.values())
         d = self.by_namespace.get(namespace)
         return list(d.values()) if d else []
+
+    def snapshot(self) -> Snapshot:
+        """The current state, immutable: kept for the continue tokens of a paged list."""
+        return self.snapshots.take(self.objects, self.changed_rev, self.rev)
+
+    def snapshot_at(self, rev: int) -> Snapshot | None:
+        """A kept snapshot of the state at rev (None: gone, or never taken)."""
+        cur = self.snapshots.current
+        if cur is not None and cur.rev_from <= rev <= self.rev:
+            cur.rev_to = max(cur.rev_to, rev)
+            return cur
+        return self.snapshots.at(rev)
 
     def count(self, namespace: str | None) -> int:
         if namespace is None:
@@ -447,7 +468,8 @@ class CacheSet:
                     c.apply(Event(PUT, kv, kv.mod_revision))
             # history is no longer in revision order: watches resume only from here, after a re-list
             c.history.clear()
-            c.rev = c.oldest = rev
+            c.snapshots.clear()
+            c.rev = c.oldest = c.changed_rev = rev
             for w in list(c.watchers):
                 w.close("watch cache re-read after compaction")
         self.rev = max(self.rev, rev)

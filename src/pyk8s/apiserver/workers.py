@@ -20,6 +20,7 @@ from typing import Any
 
 from ..storage.remote import StoreServer
 from ..supervisor import ChildProcess
+from . import feature_gates
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def worker_argv(server: Any, args: Any, socket_path: str) -> list[str]:
         argv.append("--disable-admission-plugins=" + ",".join(sorted(cfg.admission_disable)))
     if cfg.admission_control_config_file:
         argv += ["--admission-control-config-file", cfg.admission_control_config_file]
+    argv += feature_gates.argv(cfg.feature_gates)  # workers serve the lists
     return argv
 
 

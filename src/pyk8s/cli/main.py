@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 from .. import KUBERNETES_VERSION, __version__
+from ..apiserver.feature_gates import DEFAULTS as FEATURE_GATE_DEFAULTS
+from ..apiserver.feature_gates import parse_feature_gates
 from .image import add_image_parser, run_image
 
 
@@ -107,6 +109,10 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--api-workers", type=int, default=1, metavar="N",
                    help="processes answering API requests on the port (default 1: this one); with more, "
                         "this process keeps the store and components and N workers answer, using more cores")
+    p.add_argument("--feature-gates", type=parse_feature_gates, default={}, metavar="A=BOOL,...",
+                   help="upstream's feature gates this server implements: ListFromCacheSnapshot (default true: "
+                        "paged lists are cut from watch cache snapshots; false: read from the store; "
+                        "docs/list-serving.md)")
     p.add_argument("--api-worker", action="store_true", help=argparse.SUPPRESS)  # one of those, started by the main one
     p.add_argument("--enable-priority-and-fairness", action=argparse_bool(), nargs="?", const=True, default=True,
                    metavar="BOOL", help="API Priority and Fairness: classify requests by FlowSchemas into priority "
@@ -340,6 +346,7 @@ async def _server(args: Any) -> int:
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
         extend_token_expiration=args.service_account_extend_token_expiration,
+        feature_gates={**FEATURE_GATE_DEFAULTS, **args.feature_gates},
     )
     if args.max_requests_inflight < 0 or args.max_mutating_requests_inflight < 0:
         print("pyk8s: --max-requests-inflight and --max-mutating-requests-inflight cannot be negative", file=sys.stderr)

@@ -358,11 +358,7 @@ class EtcdStore(Store):
         at = revision or cur
         total = -1
         if count:
-            if start_after is None:
-                total = int(resp.count)  # etcd counts the whole range, past the limit
-            else:  # the count is of the whole prefix, as the first page's
-                creq = pb.RangeRequest(key=p, range_end=end, revision=at, count_only=True)
-                total = int((await self._call(self._kv.Range, creq)).count)
+            total = int(resp.count)  # etcd counts the whole range from lo, past the limit
         return RangeResult([self._kv_of(kv) for kv in resp.kvs], at, bool(resp.more), total)
 
     def _note_compacted(self, rev: int) -> int:

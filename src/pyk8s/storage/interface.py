@@ -58,7 +58,7 @@ class RangeResult:
     kvs: list[KeyValue]
     revision: int  # the revision the range was read at
     more: bool  # whether keys past the last returned one exist at that revision
-    count: int  # total keys in range at that revision (may be -1 if not computed)
+    count: int  # keys in range after start_after at that revision, past the limit (-1 if not computed)
 
 
 class StoreError(Exception):

@@ -204,7 +204,7 @@ class SQLiteStore(Store):
                 total = conn.execute(
                     "SELECT count(*) FROM kv JOIN (SELECT max(rev) AS r FROM kv WHERE key >= ? AND key < ? "
                     "AND rev <= ? GROUP BY key) m ON kv.rev = m.r WHERE kv.deleted = 0",
-                    (prefix, hi, rev),
+                    (lo, hi, rev),
                 ).fetchone()[0]
         finally:
             conn.execute("COMMIT")
