@@ -2,20 +2,18 @@
 `kubectl label node` followed at once by a pod bound there, and `kubectl debug` with ephemeral containers.
 
 kubectl reaches logs/attach/exec through the API server and the kubelet's streaming server, which the
-in-process kubelet serves (port 10250).
+in-process kubelet serves (on a free port: `pyk8s server --kubelet-port`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 
 import pytest
 
 from tests.cluster import kubectl_binaries
-from tests.conftest import require
 from tests.e2e.kubelet_harness import busybox_pod, requirements
 from tests.e2e.test_kubelet_inprocess import InProcess
 
@@ -24,21 +22,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.time
 BUSYBOX = "busybox:1.37"
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("", port))
-        except OSError:
-            return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def env(request, tmp_path_factory):
     requirements()
-    # the kubelet's streaming server port is fixed (the Node reports it); another kubelet on this machine holds it
-    require("port 10250 free for the kubelet's streaming server", _port_free(10250))
     e = InProcess(str(tmp_path_factory.mktemp("kubelet-kubectl")))
     request.addfinalizer(e.stop)  # (also after a failed start: what it started is cleaned up)
     return e.start(images=("busybox:e2e", BUSYBOX))
