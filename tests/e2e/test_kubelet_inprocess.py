@@ -62,7 +62,7 @@ class InProcess(Env):
 
     def start(self, images: tuple[str, ...] = ("busybox:e2e",)) -> InProcess:
         import_images(self.data, images)
-        self.cluster.start(60)
+        self.cluster.start(120)  # the control plane and its kubelet start in one process: 60 s ran out under load
         self.wait(self.node_ready, 60, "node Ready")
         return self
 
