@@ -20,7 +20,9 @@ from tests.e2e.kubelet_harness import (
     requirements,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(90)]
+# a group of its own, not "runc": its kubelet has its own port, bridge and runc root (run beside the
+# kubelet-kubectl / kubelet-inprocess / runc modules with -n 2)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("kubelet-inprocess"), pytest.mark.timeout(90)]
 
 
 class ServerWithKubelet(Cluster):
