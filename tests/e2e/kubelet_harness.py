@@ -16,6 +16,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -60,11 +61,19 @@ def import_images(data_dir: str, refs: tuple[str, ...] = (IMAGE,)) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def free_kubelet_port() -> int:
+    """A port free on every address for a host-network kubelet: two test modules each running a kubelet on
+    10250 at the same time had the API server dial the other's."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
 class Agent:
     """`pyk8s agent` in a subprocess."""
 
     def __init__(self, cluster: Cluster, data_dir: str, name: str, bridge: str, runc_root: str,
-                 extra: list[str] | None = None) -> None:
+                 extra: list[str] | None = None, port: int | None = None) -> None:
         self.cluster = cluster
         self.data_dir = data_dir
         self.name = name
@@ -72,13 +81,16 @@ class Agent:
         self.runc_root = runc_root
         self.extra = extra or []
         self.prefix: list[str] = []  # e.g. nsenter into the node's network namespace (netns_cluster)
+        self.port = port  # the kubelet's --port; None: upstream's 10250 in its own namespace, else a free one
         self.proc: subprocess.Popen[str] | None = None
         self.output: list[str] = []
 
     def start(self, timeout: float = 60.0) -> Agent:
+        if self.port is None:
+            self.port = 10250 if self.prefix else free_kubelet_port()
         cmd = [*self.prefix, sys.executable, "-m", "pyk8s.cli", "agent", *self.connection_args(),
                "--node-name", self.name, "--data-dir", self.data_dir, "--cni-bridge", self.bridge,
-               "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1", *self.extra]
+               "--runc-root", self.runc_root, "--file-check-frequency", "1", "--v", "1", "--port", str(self.port), *self.extra]
         if not self.prefix:  # on the host's network: no nftables table in the host's namespace
             cmd += ["--disable-network-policy", "--disable-proxy"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),

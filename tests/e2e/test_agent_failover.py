@@ -19,7 +19,7 @@ import pytest
 
 from tests.cluster import REPO, Cluster, raw_request
 from tests.conftest import require, require_binary
-from tests.e2e.kubelet_harness import import_images
+from tests.e2e.kubelet_harness import free_kubelet_port, import_images
 from tests.etcd_helper import EtcdCluster
 from tests.ha_helper import ADMIN_TOKEN, HAControlPlane, wait_for
 
@@ -64,7 +64,7 @@ def test_agent_moves_to_the_next_api_server_when_its_server_is_killed(tmp_path: 
         cmd = [sys.executable, "-m", "pyk8s.cli", "agent", "--server", f"{a.url},{b.url}", "--token", ADMIN_TOKEN,
                "--certificate-authority", os.path.join(a.data_dir, "pki", "ca.crt"), "--node-name", NODE,
                "--data-dir", str(data), "--runtime", "process", "--cni-bridge", "pkhafo0",
-               "--runc-root", f"/run/pyk8s/ha-failover-{os.getpid()}", "--v", "1",
+               "--runc-root", f"/run/pyk8s/ha-failover-{os.getpid()}", "--v", "1", "--port", str(free_kubelet_port()),
                "--disable-network-policy", "--disable-proxy"]  # on the host's network: no nftables table there
         with open(log_path, "w") as log:
             agent = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),

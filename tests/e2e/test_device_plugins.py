@@ -131,7 +131,7 @@ def test_device_plugin_lifecycle(fx: Fixture) -> None:
     assert "3" in out and "fuse-open" in out  # read the zero twin, opened the fuse twin read-write
     assert "from the plugin" in out and "ro-mount" in out
     assert any("No such file" in line for line in out)  # dev0 is not this pod's
-    # and through the API server as a user would look (kubectl exec; retried: port 10250 is shared on this machine)
+    # and through the API server as a user would look (kubectl exec; retried)
     tried: list[str] = []
 
     def exec_env() -> list[str]:

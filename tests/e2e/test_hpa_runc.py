@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require
 from tests.e2e.kubelet_harness import IMAGE, Env, requirements
-from tests.e2e.test_kubelet_kubectl import _port_free
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(300)]
 
@@ -25,8 +23,6 @@ BURN_SECONDS = 30  # each replica burns this long from its start, then idles
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     requirements()
-    # the metrics server scrapes the Node's port 10250: another kubelet there would answer instead
-    require("port 10250 free for the kubelet", _port_free(10250))
     e = Env(str(tmp_path_factory.mktemp("hpa-runc")))
     e.cluster.extra_args += ["--metric-resolution", "1s", "--horizontal-pod-autoscaler-sync-period", "1s"]
     try:

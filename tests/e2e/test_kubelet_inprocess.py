@@ -10,9 +10,19 @@ import uuid
 import pytest
 
 from tests.cluster import Cluster
-from tests.e2e.kubelet_harness import Env, busybox_pod, container, force_cleanup, import_images, requirements
+from tests.e2e.kubelet_harness import (
+    Env,
+    busybox_pod,
+    container,
+    force_cleanup,
+    free_kubelet_port,
+    import_images,
+    requirements,
+)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(90)]
+# a group of its own, not "runc": its kubelet has its own port, bridge and runc root (run beside the
+# kubelet-kubectl / kubelet-inprocess / runc modules with -n 2)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("kubelet-inprocess"), pytest.mark.timeout(90)]
 
 
 class ServerWithKubelet(Cluster):
@@ -43,7 +53,9 @@ class InProcess(Env):
         self.data = os.path.join(base, "server", "agent")
         tag = uuid.uuid4().hex[:8]
         self.bridge, self.runc_root = f"pk{tag}", f"/run/pyk8s/e2e-{tag}"
+        self.agent.port = free_kubelet_port()  # the built-in kubelet's, not upstream's shared 10250
         self.cluster = ServerWithKubelet(os.path.join(base, "server"), extra_args=["--cluster-cidr", f"{self.net}.0.0/16",
+                                                                                   "--kubelet-port", str(self.agent.port),
                                                                                    "--disable", "ingress",
                                                                                    # no nftables table in the host's namespace
                                                                                    "--disable", "network-policy",
@@ -72,7 +84,7 @@ class InProcess(Env):
 
     def start(self, images: tuple[str, ...] = ("busybox:e2e",)) -> InProcess:
         import_images(self.data, images)
-        self.cluster.start(60)
+        self.cluster.start(120)  # the control plane and its kubelet start in one process: 60 s ran out under load
         self.wait(self.node_ready, 60, "node Ready")
         return self
 

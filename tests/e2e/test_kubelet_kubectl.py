@@ -2,43 +2,33 @@
 `kubectl label node` followed at once by a pod bound there, and `kubectl debug` with ephemeral containers.
 
 kubectl reaches logs/attach/exec through the API server and the kubelet's streaming server, which the
-in-process kubelet serves (port 10250).
+in-process kubelet serves (on a free port: `pyk8s server --kubelet-port`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
+import signal
+import subprocess
 import time
 
 import pytest
 
 from tests.cluster import kubectl_binaries
-from tests.conftest import require
-from tests.e2e.kubelet_harness import busybox_pod, requirements
+from tests.e2e.kubelet_harness import busybox_pod, container, requirements
 from tests.e2e.test_kubelet_inprocess import InProcess
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(600)]
+# a group of its own, not "runc": its kubelet has its own port, bridge and runc root (run beside the
+# kubelet-kubectl / kubelet-inprocess / runc modules with -n 2)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("kubelet-kubectl"), pytest.mark.timeout(600)]
 
 BUSYBOX = "busybox:1.37"
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("", port))
-        except OSError:
-            return False
-    return True
 
 
 @pytest.fixture(scope="module")
 def env(request, tmp_path_factory):
     requirements()
-    # the kubelet's streaming server port is fixed (the Node reports it); another kubelet on this machine holds it
-    require("port 10250 free for the kubelet's streaming server", _port_free(10250))
     e = InProcess(str(tmp_path_factory.mktemp("kubelet-kubectl")))
     request.addfinalizer(e.stop)  # (also after a failed start: what it started is cleaned up)
     return e.start(images=("busybox:e2e", BUSYBOX))
@@ -64,6 +54,47 @@ def test_run_rm_i_stdin_reaches_command(env):
     assert r.returncode == 0, (r.stdout, r.stderr)
     lines = r.stdout.splitlines()
     assert "start" in lines and "piped" in lines and "done" in lines, (r.stdout, r.stderr)
+
+
+def _accept_queue(pid: int) -> int:
+    """Connections queued, not yet accepted, on the listening unix sockets of process `pid` (ss's Recv-Q)."""
+    out = subprocess.run(["ss", "-xlpn"], capture_output=True, text=True, check=True).stdout
+    return sum(int(line.split()[2]) for line in out.splitlines() if f"pid={pid}," in line)
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.33"])  # SPDY, WebSocket v5
+def test_attach_the_shim_never_took_is_an_error_not_an_empty_success(env, version):
+    """The kubelet's connect() to attach.sock succeeds once the kernel queues it, before the shim accepts; a container
+    exiting then has its shim close the socket over the queued connection. That attach must fail as upstream's
+    attach to an exited container does (kubectl run -i then prints the logs), not end as a successful attach that
+    printed nothing. Made certain here by stopping the shim (SIGSTOP) until the kubelet's connection is queued."""
+    name = f"queued-{version.replace('.', '-')}"
+    env.create(busybox_pod(name, "", containers=[container("c", "echo early; sleep 3600", stdin=True)],
+                           restartPolicy="Never"))
+    p = env.wait_running(name, 60)
+    cid = p["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
+    state = os.path.join(env.data, "runtime", "containers", cid)
+    with open(os.path.join(state, "shim.pid")) as f:
+        shim = int(f.read())
+    with open(os.path.join(state, "init.pid")) as f:
+        init = int(f.read())
+    binary = kubectl_binaries()[version]
+    kenv = dict(os.environ, KUBECONFIG=env.cluster.kubeconfig, HOME=env.cluster.home)
+    os.kill(shim, signal.SIGSTOP)
+    proc = None
+    try:
+        proc = subprocess.Popen([binary, "attach", name, "-c", "c"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=kenv)
+        env.wait(lambda: _accept_queue(shim) >= 1, 60, "the kubelet's connection queued on the stopped shim",
+                 interval=0.1)
+    finally:
+        os.kill(init, signal.SIGKILL)  # the container exits...
+        os.kill(shim, signal.SIGKILL)  # ...and its shim goes before accepting the kubelet's connection
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0, (out, err)
+    assert "error attaching to container: container is in CONTAINER_EXITED state" in err, (out, err)
+    env.delete_pod(name, 0)
+    env.wait_gone(name, 60)
 
 
 # ============================================================================ admission on fresh node labels

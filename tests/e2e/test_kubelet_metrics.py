@@ -1,4 +1,4 @@
-"""The kubelet's /metrics on its port (10250), read the way Prometheus' kubernetes-nodes job does:
+"""The kubelet's /metrics on its port, read the way Prometheus' kubernetes-nodes job does:
 through the API server's nodes/proxy (GET /api/v1/nodes/NODE/proxy/metrics), with a real pod
 started under runc so the pod start latency, runtime operations and running pods move."""
 

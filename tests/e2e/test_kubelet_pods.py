@@ -51,7 +51,7 @@ def test_node_registration_status_and_lease(env):
     assert info["kernelVersion"] == os.uname().release and info["machineID"]
     assert st["capacity"]["pods"] == "110" and int(st["capacity"]["cpu"]) >= 1
     assert st["capacity"]["memory"].endswith("Ki") and st["allocatable"]["memory"] != st["capacity"]["memory"]
-    assert st["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 10250}}
+    assert st["daemonEndpoints"] == {"kubeletEndpoint": {"Port": env.agent.port}}
     types = [c["type"] for c in st["conditions"]]
     assert types == ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
     ready = condition(n, "Ready")

@@ -1,4 +1,4 @@
-"""The kubelet's stats on port 10250 with a real runc pod: `/stats/summary`, `/metrics/resource` and
+"""The kubelet's stats on its port with a real runc pod: `/stats/summary`, `/metrics/resource` and
 `/metrics/cadvisor` against what the pod's cgroup says, through the API server's node proxy (kubectl get
 --raw) and directly, and who may read them: certificates of the cluster CA, bearer tokens checked by a
 TokenReview, a SubjectAccessReview on nodes/stats, nodes/metrics or nodes/proxy, nobody else."""
@@ -19,24 +19,22 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.client_certs import cert_files
 from tests.cluster import client_kubeconfig
-from tests.conftest import require
 from tests.e2e.kubelet_harness import Env, busybox_pod, requirements
-from tests.e2e.test_kubelet_kubectl import _port_free
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(300)]
 
 BURNER = "burner"
-PORT = 10250
+PORT = 0  # the kubelet's free port, set by the env fixture
 
 
 @pytest.fixture(scope="module")
 def env(request, tmp_path_factory):
     requirements()
-    # the kubelet port is fixed (the Node reports it): another kubelet on this machine would answer instead
-    require("port 10250 free for the kubelet", _port_free(PORT))
+    global PORT
     e = Env(str(tmp_path_factory.mktemp("kstats")))
     request.addfinalizer(e.stop)
     e.start()
+    PORT = e.agent.port or 0
     pod = busybox_pod(BURNER, "while :; do :; done")
     pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m", "memory": "16Mi"},
                                                  "limits": {"cpu": "300m", "memory": "64Mi"}}

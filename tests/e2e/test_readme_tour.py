@@ -3,9 +3,7 @@
 The server runs with its built-in kubelet (as `make run` does) in `<work>/data`; the work
 dir links `.venv` and `examples/` from the repository, so the lines run verbatim with the
 real kubectl on PATH. One substitution: the local registry listens on a free port instead
-of 5000, so that parallel tests do not share it. The built-in kubelet serves exec on port
-10250 as upstream's does: with another kubelet holding that port on the same machine,
-`kubectl exec` reaches the wrong one ("error dialing backend").
+of 5000, so that parallel tests do not share it (the built-in kubelet, too, gets a free port).
 """
 
 from __future__ import annotations

@@ -54,14 +54,17 @@ def add_parser(sub: Any) -> None:
                    help="force a container runtime (default: runc, or the process fallback where runc cannot run)")
     p.add_argument("--cni-bridge", default="pyk8s0", help="Linux bridge of the pod network (default pyk8s0)")
     p.add_argument("--runc-root", default="", help="runc state directory (default /run/pyk8s/runc)")
+    p.add_argument("--port", type=kubelet_port, default=10250,
+                   help="the kubelet's HTTPS port, as upstream's --port (default 10250); reported in the Node's "
+                        "status.daemonEndpoints.kubeletEndpoint.Port, where the API server and metrics-server dial it")
     p.add_argument("--client-ca-file", default=None, metavar="FILE",
-                   help="CA bundle that signs the API server's client certificate, for requests to this kubelet's port "
-                        "10250 (logs, exec, attach, port-forward, /stats/summary, /metrics/resource; bearer tokens "
+                   help="CA bundle that signs the API server's client certificate, for requests to this kubelet's --port "
+                        "(logs, exec, attach, port-forward, /stats/summary, /metrics/resource; bearer tokens "
                         "are checked by TokenReview, every caller by SubjectAccessReview: docs/kubelet-stats.md; "
                         "default: the CA of --kubeconfig or --certificate-authority; without any, the port is not "
                         "served)")
     p.add_argument("--tls-cert-file", default=None, metavar="FILE",
-                   help="serving certificate for port 10250 (default: a self-signed one in <data-dir>/pki, as "
+                   help="serving certificate for --port (default: a self-signed one in <data-dir>/pki, as "
                         "upstream's kubelet makes; when joining with a bootstrap token, replaced by one the cluster "
                         "CA signs for the node's name and IP through a kubernetes.io/kubelet-serving CSR, renewed "
                         "before it expires)")
@@ -115,6 +118,18 @@ def add_parser(sub: Any) -> None:
                    "warnings; 2 per-object actions; 3 every API request (httplog); 4 debug")
 
 
+def kubelet_port(value: str) -> int:
+    """A kubelet port flag's value, checked as upstream's kubelet validates its configuration."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port: {value!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid configuration: port (--port) {port} must be between 1 and 65535, "
+                                         "inclusive")
+    return port
+
+
 def _reserved(*specs: str) -> dict[str, str]:
     from ..api.quantity import parse_quantity
 
@@ -160,7 +175,7 @@ def _client(args: Any) -> Any:
 
 
 def _serving(args: Any, node: str, node_ip: str) -> tuple[str, str, str]:
-    """Port 10250's certificate, key and client CA: the API server reaches logs, exec, attach and port-forward
+    """The kubelet port's certificate, key and client CA: the API server reaches logs, exec, attach and port-forward
     there with its kubelet-client certificate, which the cluster CA signed."""
     from ..datadir import ensure_private_dir, write_atomic
     from ..pki import local_addresses, self_signed_serving_cert
@@ -222,7 +237,8 @@ async def _agent(args: Any) -> int:
             reserved=_reserved(args.kube_reserved, args.system_reserved), max_pods=args.max_pods,
             static_interval=args.file_check_frequency, runtime=args.runtime or "", cni_bridge=args.cni_bridge,
             runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=next(iter(args.cluster_cidr), ""),
-            flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig, root_dir=args.root_dir)
+            flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig, root_dir=args.root_dir,
+            port=args.port)
         from ..kubelet.images.registries import load_registries
 
         load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start

@@ -124,6 +124,10 @@ def _server_parser(sub: Any) -> None:
     p.add_argument("--max-mutating-requests-inflight", type=int, default=200, metavar="N",
                    help="mutating requests in flight at most (default 200; 0: no limit)")
     p.add_argument("--disable-agent", action="store_true", help="do not run a kubelet for this machine")
+    from .agent_cmd import kubelet_port
+
+    p.add_argument("--kubelet-port", type=kubelet_port, default=10250,
+                   help="the local kubelet's HTTPS port, as `pyk8s agent --port` (default 10250)")
     p.add_argument("--flannel-backend", choices=["auto", "host-gw", "vxlan", "none"], default="none",
                    help="routes from this machine's kubelet to other nodes' pods, as `pyk8s agent`'s (default none: "
                         "this node's pods reach only its own; give auto when agents join from other machines)")

@@ -180,7 +180,7 @@ class Kubelet:
             client, config.node_name, self.data_dir, self.recorder, labels=config.node_labels, taints=config.taints,
             pod_cidr=config.pod_cidr, node_ip=config.node_ip, reserved=config.reserved, hard_thresholds=hard,
             images=self.image_store.list, pressure=self.eviction.conditions, readiness=self._readiness,
-            max_pods=config.max_pods)
+            max_pods=config.max_pods, kubelet_port=config.port)
         self.volumes = VolumeManager(os.path.join(self.root, "pods"), self._get_object, self.tokens.token,
                                      self._get_pvc, self._get_pv, self.allocatable, config.api_audience)
         self.node_manager.volumes_in_use = self.volumes.volumes_in_use
@@ -845,6 +845,7 @@ async def start_local_agent(server: Any, args: Any, component_client: Callable[.
                                            cni_bridge=os.environ.get("PYK8S_AGENT_CNI_BRIDGE", "pyk8s0"),
                                            runc_root=os.environ.get("PYK8S_AGENT_RUNC_ROOT", ""),
                                            serving_cert_file=cert_file, serving_key_file=key_file,
+                                           port=getattr(args, "kubelet_port", None) or 10250,
                                            client_ca_file=str(server.pki.ca_cert_path),
                                            registries_file=registries_file,
                                            # the same DNS the server's cluster DNS serves (docs/dns.md)

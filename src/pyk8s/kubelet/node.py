@@ -158,6 +158,7 @@ class NodeManager:
                  images: Callable[[], list[Any]] | None = None,
                  pressure: Callable[[], set[str]] | None = None,
                  readiness: Callable[[], tuple[bool, str]] | None = None, max_pods: int = 110,
+                 kubelet_port: int = KUBELET_PORT,
                  status_interval: float = 10.0, report_interval: float = 60.0, lease_interval: float = 10.0) -> None:
         self.client = client
         self.name = name
@@ -174,6 +175,7 @@ class NodeManager:
         self.pressure = pressure or (lambda: set())
         self.readiness = readiness or (lambda: (True, ""))
         self.max_pods = max_pods
+        self.kubelet_port = kubelet_port  # where the API server and metrics-server dial this kubelet
         self.status_interval = status_interval
         self.report_interval = report_interval
         self.lease_interval = lease_interval
@@ -272,7 +274,7 @@ class NodeManager:
             "allocatable": {**self.allocatable, **ext_alloc},
             "conditions": conds,
             "addresses": [{"type": "InternalIP", "address": self.node_ip}, {"type": "Hostname", "address": self.name}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.kubelet_port}},
             "nodeInfo": {
                 "machineID": _read("/etc/machine-id"),
                 "systemUUID": _read("/sys/class/dmi/id/product_uuid") or _read("/etc/machine-id"),

@@ -20,7 +20,8 @@ reports `{"pid": N}` (or `{"error": ...}`) on the ready fd, then:
   `console.sock`, and its output is logged as stdout, as upstream.
 
 Attach frames, both ways: one type byte, a 4-byte big-endian length, the payload. To the
-client: 1 stdout, 2 stderr. From the client: 0 stdin data, 3 stdin closed, 4 terminal size
+client: 5 attached (empty, always first: the shim took this connection; one it never accepted
+is hung up without it when the container exits), 1 stdout, 2 stderr. From the client: 0 stdin data, 3 stdin closed, 4 terminal size
 (two big-endian 16-bit numbers: width, height).
 """
 
@@ -95,7 +96,7 @@ class CRILog:
 
 
 FRAME_SIZE = 5  # ">BI": type, length
-OUT_STDOUT, OUT_STDERR = 1, 2
+OUT_STDOUT, OUT_STDERR, OUT_ATTACHED = 1, 2, 5
 IN_STDIN, IN_CLOSE, IN_RESIZE = 0, 3, 4
 CLIENT_BACKLOG = 1024  # output frames queued for one slow attach client before it is dropped
 EARLY_OUTPUT_MAX = 64 * 1024  # output kept for the first attach client, printed before anyone attached
@@ -184,6 +185,7 @@ class AttachServer:
             except OSError:
                 return
             client = AttachClient(conn)
+            client.offer(bytes([OUT_ATTACHED]) + bytes(4))
             with self.lock:
                 if not self.closed:
                     self.clients.append(client)

@@ -526,7 +526,7 @@ async def run_attach(streams: Streams, log_path: str, is_running: Callable[[], A
 
 
 _FRAME = struct.Struct(">BI")
-_OUT_STDOUT, _OUT_STDERR = 1, 2
+_OUT_STDOUT, _OUT_STDERR, _OUT_ATTACHED = 1, 2, 5
 _IN_STDIN, _IN_CLOSE, _IN_RESIZE = 0, 3, 4
 
 
@@ -543,12 +543,17 @@ async def run_attach_shim(streams: Streams, socket_path: str) -> dict[str, Any] 
     """Attach through the container's shim: its output as it is written, the client's stdin and terminal sizes
     into it (the shim keeps a `stdin: true` container's stdin open, and a TTY container's pty master).
 
-    None when the shim's socket does not answer (the container just exited): the caller falls back to the log.
+    None when the shim did not take us (the container just exited: the caller answers that it is not running, so
+    kubectl prints the log). A connect() to its socket succeeds as soon as the kernel queues it, before the shim
+    accepts; when the container exits first, the shim closes its socket over the queued connection, which hangs up
+    without a frame. The shim's first frame on a connection it took says so (an older shim's sends none: then any
+    frame at all does).
     """
     try:
         reader, writer = await _open_unix(socket_path)
     except OSError:
         return None
+    taken = False
     loop = asyncio.get_running_loop()
     tty = streams.opts.tty
     targets = {_OUT_STDOUT: streams.stdout, _OUT_STDERR: streams.stdout if tty else streams.stderr}
@@ -560,6 +565,7 @@ async def run_attach_shim(streams: Streams, socket_path: str) -> dict[str, Any] 
             await writer.drain()
 
     async def output() -> None:
+        nonlocal taken
         while True:
             try:
                 head = await reader.readexactly(_FRAME.size)
@@ -567,6 +573,7 @@ async def run_attach_shim(streams: Streams, socket_path: str) -> dict[str, Any] 
                 data = await reader.readexactly(n)
             except (asyncio.IncompleteReadError, ConnectionError, OSError):
                 return  # the container exited (its shim hung up)
+            taken = True
             w = targets.get(kind)
             if w is not None:
                 try:
@@ -594,8 +601,10 @@ async def run_attach_shim(streams: Streams, socket_path: str) -> dict[str, Any] 
         tasks.append(loop.create_task(resizes()))
     out = loop.create_task(output())
     gone = loop.create_task(streams.gone.wait())
+    unaccepted = False
     try:
-        await asyncio.wait({out, gone}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait({out, gone}, return_when=asyncio.FIRST_COMPLETED)
+        unaccepted = out in done and not taken
     finally:
         for t in (*tasks, out, gone):
             t.cancel()
@@ -605,6 +614,8 @@ async def run_attach_shim(streams: Streams, socket_path: str) -> dict[str, Any] 
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
+    if unaccepted:
+        return None  # the streams stay open for the caller's error status
     for w in (streams.stdout, streams.stderr):
         if w is not None:
             with contextlib.suppress(Exception):
