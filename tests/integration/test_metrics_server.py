@@ -236,7 +236,7 @@ def test_top_without_metrics_api() -> None:
 
 def test_standalone_metrics_server(ms: Cluster) -> None:
     """`pyk8s metrics-server` with the ServiceAccount's credentials, as upstream's runs in its pod."""
-    from tests.integration.test_aggregation import _host_ip
+    from tests.https_app import host_ip as _host_ip
 
     conf = client_kubeconfig(ms, "system:serviceaccount:kube-system:metrics-server",
                              ["system:serviceaccounts", "system:serviceaccounts:kube-system"], "ms-standalone")

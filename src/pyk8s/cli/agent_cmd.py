@@ -211,6 +211,13 @@ async def _agent(args: Any) -> int:
     from ..kubelet.node import parse_labels, parse_taints
 
     node_name = (args.node_name or socket.gethostname()).lower()
+    from ..kubelet.images.registries import load_registries
+
+    try:  # a bad file refuses to start, before anything reaches the API
+        load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))
+    except ValueError as e:
+        print(f"pyk8s agent: {e}", file=sys.stderr)
+        return 2
     rotator = None
     if _bootstrapping(args):
         from ..kubelet.tls_bootstrap import BootstrapError, CertificateRotator, bootstrap
@@ -239,9 +246,6 @@ async def _agent(args: Any) -> int:
             runc_root=args.runc_root, registries_file=args.private_registry or "", cluster_cidr=next(iter(args.cluster_cidr), ""),
             flannel_backend=args.flannel_backend, flannel_kubeconfig=args.flannel_kubeconfig, root_dir=args.root_dir,
             port=args.port)
-        from ..kubelet.images.registries import load_registries
-
-        load_registries(args.private_registry or os.path.join(args.data_dir, "registries.yaml"))  # bad: refuse to start
         cfg.serving_cert_file, cfg.serving_key_file, cfg.client_ca_file = _serving(args, cfg.node_name, cfg.node_ip)
     except ValueError as e:
         print(f"pyk8s agent: {e}", file=sys.stderr)
