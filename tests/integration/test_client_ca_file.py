@@ -142,6 +142,31 @@ def test_certificate_out_of_its_validity_is_unauthorized(setup: tuple[Cluster, s
     assert json.loads(ei.value.body)["reason"] == "Unauthorized"
 
 
+def test_a_remembered_certificate_is_refused_once_it_expires(setup: tuple[Cluster, str, str], tmp_path: Any) -> None:
+    """The server remembers a certificate's user between requests; that must end at its notAfter,
+    not up to a minute later (an expired node or admin certificate kept working)."""
+    import time
+
+    from pyk8s.client.kubeconfig import write_kubeconfig
+
+    c, _, _ = setup
+    pki = os.path.join(c.data_dir, "pki")
+    with open(os.path.join(pki, "ca.crt"), "rb") as f:
+        cluster_ca = f.read()
+    with open(os.path.join(pki, "ca.key"), "rb") as f:
+        ca, ca_key = x509.load_pem_x509_certificate(cluster_ca), serialization.load_pem_private_key(f.read(), None)
+    cert, key = _client(ca, ca_key, "short-lived", "system:masters", (dt.timedelta(minutes=-5), dt.timedelta(seconds=6)))
+    not_after = x509.load_pem_x509_certificate(cert).not_valid_after_utc.timestamp()
+    path = str(tmp_path / "short.conf")
+    write_kubeconfig(path, c.url, cluster_ca, cert, key, user="short-lived")
+    r = _kubectl(c, path, "get", "ns", "default", "-o", "name")
+    assert r.returncode == 0 and time.time() < not_after, r.stderr  # it worked, and was remembered
+    time.sleep(max(0.0, not_after - time.time()) + 1.5)  # its own expiry: nothing to poll for
+    r = _kubectl(c, path, "get", "ns", "default", "-o", "name")
+    assert (r.returncode, r.stderr.strip()) == (1, "error: You must be logged in to the server (Unauthorized)"), \
+        (r.stdout, r.stderr)
+
+
 def test_unreadable_file_refuses_to_start(tmp_path: object) -> None:
     r = subprocess.run([sys.executable, "-m", "pyk8s.cli", "server", "--data-dir", str(tmp_path), "--port", "0",
                         "--disable-agent", "--client-ca-file", "/nonexistent/ca.crt"],

@@ -157,7 +157,7 @@ class APIServer:
         check_family(self.advertise_address, config.service_cidr, config.endpoint_reconciler_type)
         self.started_at = 0.0
         self.crds: Any = None
-        self._cert_users: dict[bytes, tuple[Any, float]] = {}
+        self._cert_users: dict[bytes, tuple[Any, float]] = {}  # DER -> (user, monotonic deadline)
         self._ha: list[Any] = []  # endpoint reconciler and identity lease (endpoint_reconciler.py)
         self.audit = config.audit.build() if config.audit is not None else None
         self.flowcontrol: Any = None  # the APF or max-in-flight filter (flowcontrol.py)
@@ -531,19 +531,22 @@ class APIServer:
             return status_response(E.new_internal_error(e))
 
     def _authenticate(self, request: web.Request, peer: bytes | None) -> Any:
-        # A client certificate was verified against our CA in the TLS handshake; checking it again
-        # on every request costs half a millisecond, so its identity is remembered (bounded, and
-        # re-checked after a minute so an expiring certificate is noticed).
+        # Checking a client certificate on every request costs half a millisecond, so its identity
+        # is remembered (bounded) until a minute has passed or the certificate expires, whichever
+        # comes first: an expired certificate is refused from its first second, as upstream's.
         if peer and "Authorization" not in request.headers:
             hit = self._cert_users.get(peer)
             now = time.monotonic()
-            if hit is not None and now - hit[1] < 60:
+            if hit is not None and now < hit[1]:
                 return hit[0]
             user = self.authenticator.authenticate(request.headers, peer)
             if user is not None:
+                from cryptography import x509
+
                 if len(self._cert_users) > 4096:
                     self._cert_users.clear()
-                self._cert_users[peer] = (user, now)
+                left = x509.load_der_x509_certificate(peer).not_valid_after_utc.timestamp() - time.time()
+                self._cert_users[peer] = (user, now + min(60.0, left))
             return user
         return self.authenticator.authenticate(request.headers, peer)
 
