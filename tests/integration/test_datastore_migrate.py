@@ -50,8 +50,11 @@ def view(c: Cluster) -> dict[tuple[str, str, str], Any]:
     out = {}
     for i in items:
         md = i["metadata"]
+        data = i.get("data")
+        if (md.get("namespace"), md["name"]) == ("kube-public", "cluster-info"):
+            data = None  # each server start publishes its own address there, as kubeadm's does
         out[(i["kind"], md.get("namespace", ""), md["name"])] = (
-            md["uid"], md["creationTimestamp"], md.get("labels"), i.get("data"), i.get("spec"))
+            md["uid"], md["creationTimestamp"], md.get("labels"), data, i.get("spec"))
     return out
 
 
