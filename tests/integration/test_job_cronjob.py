@@ -341,6 +341,7 @@ class _Ctx:
         self.client, self.informers = client, informers
         self._rec = EventRecorder(client, "cronjob-controller")  # type: ignore[arg-type]
         self.options: dict[str, Any] = {}
+        self.workqueue_metrics = None
 
     def informer(self, name: str) -> _FakeInformer:
         return self.informers[name]

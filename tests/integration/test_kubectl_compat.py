@@ -22,6 +22,8 @@ DEPRECATED_API_VERSIONS = ["apps/v1beta1", "apps/v1beta2", "extensions/v1beta1"]
 # beta in v1.33 and off by default there; served here as a cluster with --runtime-config=resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true
 # (and the DynamicResourceAllocation gate) serves it (docs/dra.md)
 BETA_API_VERSIONS = ["resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2"]
+# aggregated: the built-in metrics server's APIService, as a cluster running metrics-server lists it
+AGGREGATED_API_VERSIONS = ["metrics.k8s.io/v1beta1"]
 
 DEPLOYMENT = """apiVersion: apps/v1
 kind: Deployment
@@ -62,7 +64,12 @@ def _k(k_by_version, version) -> Kubectl:
 def test_discovery_api_versions_and_resources(k_by_version, version):
     k = _k(k_by_version, version)
     got = k.out("api-versions").split()
-    assert got == sorted(UPSTREAM_API_VERSIONS + DEPRECATED_API_VERSIONS + BETA_API_VERSIONS)
+    deadline = time.monotonic() + 30  # the metrics server registers its APIService once it serves
+    while not set(AGGREGATED_API_VERSIONS) <= set(got) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        got = k.out("api-versions").split()
+    assert got == sorted(UPSTREAM_API_VERSIONS + DEPRECATED_API_VERSIONS + BETA_API_VERSIONS
+                         + AGGREGATED_API_VERSIONS)
     rows = {tuple(r) for r in table(k.out("api-resources"))}
     assert ("NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND") in rows
     for row in [("pods", "po", "v1", "true", "Pod"), ("bindings", "v1", "true", "Binding"),
