@@ -18,6 +18,7 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, Evaluator
 
+from ...api.validation.groups.admission_policy_cel import ADMISSION_VARIABLES
 from ...cel import CompileError, Env, library
 from ...cel import compile as cel_compile
 from ...cel import cost as C
@@ -29,8 +30,7 @@ __all__ = ["CompileError", "EvalError", "Program", "compile_expression", "to_cel
 
 PER_CALL_LIMIT = C.PER_CALL_LIMIT
 _COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"
-ENV = Env.of({n: None for n in ("object", "oldObject", "request", "params", "namespaceObject", "authorizer",
-                                "variables")})
+ENV = Env.of({n: None for n in ADMISSION_VARIABLES})
 # the library's functions, with the authorizer's that also know `authorizer.requestResource`
 FUNCTIONS: dict[str, Callable[..., Any]] = {**library.FUNCTIONS, **authzlib.FUNCTIONS}
 _GLOBALS: dict[str, Any] = {"format": library.FORMAT, "strings": library.STRINGS, "optional": library.OPTIONAL}

@@ -18,11 +18,16 @@ _REASONS = ("Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized")  # 
 _CEL_IDENT = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
 
 
+# the variables a policy's expressions see (apiserver/vap/celenv.py evaluates in the same environment)
+ADMISSION_VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "authorizer", "variables")
+
+
 def _compiles(expression: str, path: str) -> list[FieldError]:
-    from ....apiserver.vap.celenv import CompileError, compile_expression
+    from ....cel import CompileError, Env
+    from ....cel import compile as cel_compile
 
     try:
-        compile_expression(expression)
+        cel_compile(expression, Env.of({n: None for n in ADMISSION_VARIABLES}))
     except CompileError as e:
         return [invalid(path, expression, str(e))]
     return []
