@@ -214,6 +214,16 @@ class Client:
                 return None
             raise
 
+    async def create_or_get(self, gvr: GVR, obj: dict[str, Any],
+                            namespace: str | None = None) -> tuple[dict[str, Any], bool]:
+        """(the object, True) when this call created it; (the stored one, False) when it existed."""
+        try:
+            return await self.create(gvr, obj, namespace), True
+        except StatusError as e:
+            if e.code != 409:
+                raise
+        return await self.get(gvr, obj["metadata"]["name"], namespace), False
+
     async def list(self, gvr: GVR, namespace: str | None = None, **params: Any) -> dict[str, Any]:
         return await self.request("GET", resource_path(gvr, namespace), params=_params(params))
 

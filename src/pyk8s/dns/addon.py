@@ -21,7 +21,6 @@ import logging
 import socket
 from typing import Any
 
-from ..api.errors import StatusError
 from ..client import Client
 from ..client.leaderelection import LeaderElector
 
@@ -108,13 +107,9 @@ async def _ensure(client: Client, objects: list[tuple[tuple[str, str, str], dict
         name, ns = obj["metadata"]["name"], obj["metadata"].get("namespace")
         cur = await client.get_or_none(gvr, name, ns)
         if cur is None:
-            try:
-                await client.create(gvr, obj, ns)
+            cur, created = await client.create_or_get(gvr, obj, ns)
+            if created:
                 continue
-            except StatusError as e:
-                if e.code != 409:
-                    raise
-                cur = await client.get(gvr, name, ns)
         if gvr[2] == "services":
             have, cluster_ip = (cur.get("spec") or {}).get("clusterIP"), obj["spec"]["clusterIP"]
             if have != cluster_ip:

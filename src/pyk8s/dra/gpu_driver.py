@@ -61,18 +61,10 @@ class GPUDriver(reg_grpc.RegistrationServicer, dra_grpc.DRAPluginServicer):
     async def publish(self) -> None:
         """The node's slice (replaced with the next generation when one is there) and the classes."""
         for cls in device_classes():
-            try:
-                await self.client.create(DEVICECLASSES, cls)
-            except StatusError as e:
-                if e.code != 409:
-                    raise
+            await self.client.create_or_get(DEVICECLASSES, cls)
         want = slice_for_node(self.node, list(self.gpus.values()), self.share_bytes)
-        try:
-            await self.client.create(RESOURCESLICES, want)
-        except StatusError as e:
-            if e.code != 409:
-                raise
-            cur = await self.client.get(RESOURCESLICES, want["metadata"]["name"])
+        cur, created = await self.client.create_or_get(RESOURCESLICES, want)
+        if not created:
             gen = int(((cur.get("spec") or {}).get("pool") or {}).get("generation") or 0) + 1
             want["spec"]["pool"]["generation"] = gen
             await self.client.update(RESOURCESLICES, {**want, "metadata": cur["metadata"]})

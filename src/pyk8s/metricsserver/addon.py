@@ -15,8 +15,6 @@ import base64
 import logging
 from typing import Any
 
-from ..api.errors import StatusError
-
 __all__ = ["NAMESPACE", "NAME", "SERVICE_ACCOUNT_USER", "SERVICE_ACCOUNT_GROUPS", "identity_objects",
            "service_objects", "ensure"]
 
@@ -98,13 +96,9 @@ async def ensure(client: Any, objects: list[Obj]) -> None:
         name, ns = obj["metadata"]["name"], obj["metadata"].get("namespace")
         cur = await client.get_or_none(gvr, name, ns)
         if cur is None:
-            try:
-                await client.create(gvr, obj, ns)
+            cur, created = await client.create_or_get(gvr, obj, ns)
+            if created:
                 continue
-            except StatusError as e:
-                if e.code != 409:
-                    raise
-                cur = await client.get(gvr, name, ns)
         if gvr[2] == "serviceaccounts":
             continue
         new = {**cur, **{k: v for k, v in obj.items() if k not in ("metadata", "status")}}

@@ -80,16 +80,10 @@ class SimGPUs:
 
     async def publish_slice(self, client: Any, node: str) -> None:
         """What our GPU DRA driver publishes for the node (dra/gpu_slices.py), and its DeviceClasses."""
-        from ..api.errors import StatusError
         from ..dra.gpu_slices import device_classes, slice_for_node
 
         for obj in (*device_classes(), slice_for_node(node, self.gpus(node))):
-            gvr = RESOURCESLICES if obj["kind"] == "ResourceSlice" else DEVICECLASSES
-            try:
-                await client.create(gvr, obj)
-            except StatusError as e:
-                if e.code != 409:
-                    raise
+            await client.create_or_get(RESOURCESLICES if obj["kind"] == "ResourceSlice" else DEVICECLASSES, obj)
 
     async def delete_slice(self, client: Any, node: str) -> None:
         from ..dra.gpu_slices import slice_name
