@@ -53,6 +53,19 @@ def kubelet_client_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
     return ctx
 
 
+async def _register(writer: Any, address: str, port: int, ca_pem: bytes) -> bool:
+    """The Service, EndpointSlice and APIService v1beta1.metrics.k8s.io for a server at address:port."""
+    if ipaddress.ip_address(address).is_loopback:  # EndpointSlices refuse loopback addresses
+        log.warning("metrics server listens on %s port %d: not registered as v1beta1.metrics.k8s.io", address, port)
+        return False
+    try:
+        await addon.ensure(writer, addon.service_objects(address, port, ca_pem))
+    except Exception:
+        log.exception("metrics server not registered")
+        return False
+    return True
+
+
 class EmbeddedMetricsServer:
     def __init__(self, server: Any, args: Any, component_client: Callable[..., Any]) -> None:
         self.server = server
@@ -78,18 +91,8 @@ class EmbeddedMetricsServer:
         except Exception:
             log.exception("metrics server not started")
             return
-        if ipaddress.ip_address(self.address).is_loopback:
-            # EndpointSlices refuse loopback addresses
-            log.warning("metrics server listens on %s port %d: not registered as v1beta1.metrics.k8s.io",
-                        self.address, self.metrics.port)
-            return
-        try:
-            await addon.ensure(self.writer, addon.service_objects(self.address, self.metrics.port,
-                                                                  self.server.pki.ca_pem))
-        except Exception:
-            log.exception("metrics server not registered")
-            return
-        self.ready.set()
+        if await _register(self.writer, self.address, self.metrics.port, self.server.pki.ca_pem):
+            self.ready.set()
 
     async def stop(self) -> None:
         self._task.cancel()
@@ -159,16 +162,8 @@ class MetricsServerProcess:
             return
         self.child.start()
         await self.child.ready.wait()
-        if ipaddress.ip_address(self.address).is_loopback:
-            log.warning("metrics server listens on %s port %d: not registered as v1beta1.metrics.k8s.io",
-                        self.address, self.port)
-            return
-        try:
-            await addon.ensure(self.writer, addon.service_objects(self.address, self.port, self.server.pki.ca_pem))
-        except Exception:
-            log.exception("metrics server not registered")
-            return
-        self.ready.set()
+        if await _register(self.writer, self.address, self.port, self.server.pki.ca_pem):
+            self.ready.set()
 
     async def stop(self) -> None:
         self._task.cancel()
