@@ -57,6 +57,13 @@ BOTH_DATASTORES = pytest.mark.parametrize("datastore", DATASTORES, indirect=True
 _shared_etcd: Any = None
 
 
+def scratch_dir(prefix: str) -> str:
+    """A temporary directory removed when this test process exits."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def shared_etcd() -> Any:
     """This process's etcd for tests (one per xdist worker), started on first use, stopped at exit."""
     global _shared_etcd
@@ -111,7 +118,7 @@ class Cluster:
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.kubeconfig = os.path.join(data_dir, "kubeconfig.yaml")
-        self.home = tempfile.mkdtemp(prefix="kubectl-home-")
+        self.home = scratch_dir("kubectl-home-")
         self.port = 0
 
     def start(self, timeout: float = 30.0) -> Cluster:

@@ -300,6 +300,16 @@ class Env:
             self.agent.stop()
             self.cluster.stop()
             force_cleanup(self.data, self.bridge, self.runc_root)
+            unmount_under(self.base)  # volumes under a --root-dir of the test's own
+
+
+def unmount_under(base: str) -> None:
+    """Lazily unmount whatever is still mounted below base (deepest first), so the directory can go."""
+    prefix = os.path.realpath(base) + "/"
+    with open("/proc/self/mountinfo") as f:
+        mounts = [line.split()[4] for line in f if line.split()[4].startswith(prefix)]
+    for mp in sorted(mounts, key=len, reverse=True):
+        subprocess.run(["umount", "-l", mp], capture_output=True)
 
 
 def force_cleanup(data: str, bridge: str, runc_root: str) -> None:

@@ -7,10 +7,9 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 from typing import Any
 
-from tests.cluster import Cluster, kubectl_binaries
+from tests.cluster import Cluster, kubectl_binaries, scratch_dir
 from tests.shared_reference import MANIFESTS as SHARED_MANIFESTS
 
 VERSIONS = list(kubectl_binaries()) or ["none"]
@@ -31,7 +30,7 @@ class Kubectl:
         self.version = version
         self.minor = int(version.split(".")[1])
         self.cluster = cluster
-        self.home = tempfile.mkdtemp(prefix=f"kubectl-{version}-")
+        self.home = scratch_dir(f"kubectl-{version}-")
         self.ns = "v" + version.replace(".", "-")
 
     def run(self, *args: str, input: str | None = None, check: bool = True, env: dict[str, str] | None = None,

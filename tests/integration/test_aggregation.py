@@ -17,7 +17,6 @@ import json
 import os
 import ssl
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,7 +26,7 @@ from aiohttp import web
 from cryptography import x509
 
 from pyk8s.pki import certificate_pem, issue_leaf, new_ca, new_ec_key, private_key_pem, x509_name
-from tests.cluster import Cluster, client_kubeconfig, raw_request
+from tests.cluster import Cluster, client_kubeconfig, raw_request, scratch_dir
 from tests.https_app import ThreadedHTTPSApp, host_ip
 
 pytestmark = pytest.mark.xdist_group("aggregation")
@@ -49,7 +48,7 @@ class Backend:
         self.ip = host_ip()
         self.seen: list[dict[str, Any]] = []
         self.allowed = allowed
-        d = tempfile.mkdtemp(prefix="aggr-backend-")
+        d = scratch_dir("aggr-backend-")
         ca, ca_key = new_ca("wardle-ca", __import__("datetime").timedelta(days=1))
         key = new_ec_key()
         cert = issue_leaf(ca, ca_key, x509_name("wardle"), key, server=True, sans=server_names)

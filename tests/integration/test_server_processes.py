@@ -115,10 +115,13 @@ def test_a_restarted_server_stops_a_scheduler_left_by_the_one_before(tmp_path: P
             time.sleep(0.05)
         [sched] = scheduler_pids(c.proc.pid)  # type: ignore[union-attr]
         # a live server's child is no orphan: a second server on the same data dir (a mistake,
-        # but not one to answer by killing) leaves it running
-        b = Cluster(c.data_dir).start()
+        # but not one to answer by killing) is refused by the database's lock and leaves it running
+        b = Cluster(c.data_dir)
+        with pytest.raises(RuntimeError, match=r"state\.db is in use by another process \(pid \d+\)"):
+            b.start()
         b.stop()
         assert _alive(sched)
+        assert raw_request(c, "GET", "/readyz").status == 200
     finally:
         if old.poll() is None:
             old.kill()

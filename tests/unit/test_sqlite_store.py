@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from pyk8s.storage import CompactedError, ConflictError, KeyExistsError, KeyNotFoundError
+from pyk8s.storage import CompactedError, ConflictError, KeyExistsError, KeyNotFoundError, StoreError
 from pyk8s.storage.sqlite import SQLiteStore
 
 
@@ -132,3 +132,45 @@ def test_compaction_bounds_history_and_file_size(tmp_path):
         await s.close()
 
     run(main())
+
+
+def test_one_process_per_database(tmp_path):
+    """A second process on the same database is refused (it would reuse revisions); the lock
+    goes with its holder, kill -9 included. A second store of the same process shares it."""
+    import signal
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "state.db")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import asyncio, sys\n"
+         "from pyk8s.storage.sqlite import SQLiteStore\n"
+         "async def main():\n"
+         f"    s = SQLiteStore({path!r}); await s.start(); print('ok', flush=True); sys.stdin.read()\n"
+         "asyncio.run(main())"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ok"
+
+        async def refused() -> None:
+            s = SQLiteStore(path)
+            with pytest.raises(StoreError, match=rf"in use by another process \(pid {holder.pid}\)"):
+                await s.start()
+            await s.close()
+
+        asyncio.run(refused())
+        assert oct(os.stat(path + ".lock").st_mode & 0o777) == "0o600"
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+
+    async def after() -> None:
+        a, b = SQLiteStore(path), SQLiteStore(path)
+        await a.start()
+        await b.start()  # the same process: shared
+        await b.close()
+        kv = await a.create("/registry/x", b"1")  # still the only writer's
+        assert kv.mod_revision >= 1
+        await a.close()
+
+    asyncio.run(after())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import queue
 import sqlite3
@@ -43,6 +44,9 @@ from .interface import (
 )
 
 __all__ = ["SQLiteStore"]
+
+# lock file -> (descriptor, stores of this process using it)
+_LOCKS: dict[str, tuple[int, int]] = {}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
@@ -96,6 +100,7 @@ class SQLiteStore(Store):
         self._watchers: list[_Watcher] = []
         self._on_events = on_events
         self._closed = False
+        self._lock_path: str | None = None
         self.batches = 0  # commits made (for benchmarks: writes per fsync)
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -112,6 +117,7 @@ class SQLiteStore(Store):
         os.makedirs(d, exist_ok=True)
         # every object's plaintext: 0600 whatever the umask (SQLite gives its WAL and SHM the db's mode)
         create_private_file(self.path)
+        self._lock()
         for suffix in ("-wal", "-shm", "-journal"):
             ensure_private_file(self.path + suffix)
         conn = sqlite3.connect(self.path, isolation_level=None)
@@ -133,6 +139,42 @@ class SQLiteStore(Store):
         self._thread = threading.Thread(target=self._writer, args=(wconn,), name="sqlite-writer", daemon=True)
         self._thread.start()
 
+    def _lock(self) -> None:
+        """One process per database: the writer keeps revisions and live keys in memory, so a
+        second writer would hand out revisions the first already used. A POSIX lock: not held by
+        forked children, and released by the kernel when the process dies (kill -9 included)."""
+        path = os.path.realpath(self.path) + ".lock"
+        held = _LOCKS.get(path)
+        if held is not None:  # this process already holds it (a second store for reading, as migrate's)
+            _LOCKS[path] = (held[0], held[1] + 1)
+            self._lock_path = path
+            return
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise StoreError(f"the SQLite database {self.path} is in use by another process (pid {holder}): "
+                             "one pyk8s server per database") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        _LOCKS[path] = (fd, 1)
+        self._lock_path = path
+
+    def _unlock(self) -> None:
+        path, self._lock_path = self._lock_path, None
+        if path is None or path not in _LOCKS:
+            return
+        fd, n = _LOCKS[path]
+        if n > 1:
+            _LOCKS[path] = (fd, n - 1)
+        else:
+            del _LOCKS[path]
+            os.close(fd)  # closing any descriptor of the file drops a POSIX lock: only the last one
+
     @staticmethod
     def _meta(conn: sqlite3.Connection, name: str) -> int:
         row = conn.execute("SELECT value FROM meta WHERE name=?", (name,)).fetchone()
@@ -147,6 +189,7 @@ class SQLiteStore(Store):
             await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
         if self._rconn:
             self._rconn.close()
+        self._unlock()
         for w in list(self._watchers):
             w.close(StoreError("store closed"))
 
