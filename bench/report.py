@@ -61,3 +61,58 @@ async def warm_up(pool: Any, n: int) -> None:
     import asyncio
 
     await asyncio.gather(*(pool.request("GET", "/version", None, None, 60) for _ in range(n)))
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and all its descendants (a `pyk8s server` and the processes it started), from /proc."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(_children(p, lambda argv: True))
+    return sorted(out)
+
+
+def processes_matching(pattern: str, exclude: set[int] | None = None) -> list[int]:
+    """Processes on this machine whose command line (arguments joined by spaces) matches the regex
+    `pattern`: a foreign control plane's kube-apiserver, etcd, ... (a kind node's processes are
+    visible here too). Processes in `exclude` are left out (the bench itself and its kubectl)."""
+    import re
+
+    rx = re.compile(pattern)
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or (exclude and int(d) in exclude):
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if cmd and rx.search(cmd):
+            out.append(int(d))
+    return sorted(out)
+
+
+def rss_kib(pid: int) -> int | None:
+    """VmRSS of a process in KiB (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("VmRSS")), 0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_name(pid: int) -> str:
+    """A short name: the program, and for `pyk8s` its subcommand (server, scheduler, ...)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return str(pid)
+    if not argv:
+        return str(pid)
+    if "pyk8s.cli" in argv[:-1]:  # python -m pyk8s.cli <command> ..., as the server starts its parts
+        sub = argv[argv.index("pyk8s.cli") + 1]
+        return f"pyk8s {sub}" + (" (api worker)" if "--api-worker" in argv else "")
+    return os.path.basename(argv[0])

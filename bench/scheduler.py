@@ -193,8 +193,9 @@ def workloads() -> list[Workload]:
 
 
 async def create_all(pool: Any, gvr: tuple[str, str, str], ns: str | None,
-                     objs: Callable[[int], dict[str, Any]], count: int, prefix: str, start: int = 0) -> float:
-    """Create ``count`` objects with CONCURRENCY requests in flight on the client's lean pool; returns
+                     objs: Callable[[int], dict[str, Any]], count: int, prefix: str, start: int = 0,
+                     concurrency: int = CONCURRENCY) -> float:
+    """Create ``count`` objects with ``concurrency`` requests in flight on the client's lean pool; returns
     seconds taken. Bodies are built before the clock starts, as scheduler_perf's client prepares its pods."""
     from pyk8s.client import resource_path
 
@@ -205,7 +206,7 @@ async def create_all(pool: Any, gvr: tuple[str, str, str], ns: str | None,
         obj["metadata"].setdefault("name", f"{prefix}-{i:06d}")
         bodies.append(orjson.dumps(obj))
     it = iter(bodies)
-    await warm_up(pool, CONCURRENCY)
+    await warm_up(pool, concurrency)
 
     async def worker() -> None:
         for body in it:
@@ -218,7 +219,7 @@ async def create_all(pool: Any, gvr: tuple[str, str, str], ns: str | None,
                 await asyncio.sleep(0.2 * (attempt + 1))
 
     t = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
     return time.perf_counter() - t
 
 
