@@ -169,11 +169,14 @@ def start_pyk8s(extra: list[str], measure: bool) -> tuple[Any, str, dict[str, An
     starter.start()
     try:
         figures = asyncio.run(_ready_times(c.kubeconfig, t0, lambda: bool(failed))) if measure else {}
-    finally:
         starter.join(130)
-    if failed:
+        if failed:
+            raise failed[0]
+    except BaseException:
+        starter.join(130)
+        c.stop()
         shutil.rmtree(d, ignore_errors=True)
-        raise failed[0]
+        raise
     return c, d, figures
 
 
@@ -275,6 +278,8 @@ def table(targets: list[Target], sizes: Sizes, scale: float) -> str:
     elif not anchors:
         out.append(f"  (anchors.md §7's upstream figures are for --scale 1; this run is --scale {scale:g})")
     out += [f"  note: {n}" for n in notes]
+    out += [f"  failed: {t.label}, round {i + 1}: {r['error']}" for t in targets for i, r in enumerate(t.rounds)
+            if "error" in r]
     return "\n".join(out)
 
 

@@ -38,6 +38,10 @@ NO_NODE_LABEL = "bench-sbs/no-node"  # no node has it: the create phases' pods s
 HEARTBEAT_PERIOD = 10.0  # the kubelet's node status/lease period; grace periods are 40-50 s
 
 
+def seconds(v: float | str) -> str:
+    return f"{v:.2f} s" if isinstance(v, float) else v
+
+
 class Refused(Exception):
     """The cluster already holds what this run would create."""
 
@@ -341,7 +345,7 @@ class Run:
         self.figures["create8_rate"] = self.sizes.pods / took
         self.figures["create8_cpu"] = cpu
         self.figures["watch"] = watched
-        self.log(f"  POST {self.sizes.pods} pods, 8 clients: {self.sizes.pods / took:.0f} pods/s; watch {watched}")
+        self.log(f"  POST {self.sizes.pods} pods, 8 clients: {self.sizes.pods / took:.0f} pods/s; watch {seconds(watched)}")
 
     def kubectl_get(self) -> None:
         """The real kubectl: the median of 3 runs (1 for a small run), after one that fills its discovery cache."""
@@ -437,7 +441,7 @@ class Run:
             self.figures["bind"], self.figures["bind_cpu"] = await self._bound(ns, create)
         finally:
             pool.close()
-        self.log(f"  {self.sizes.pods} pods bound on {self.sizes.nodes} nodes: {self.figures['bind']}")
+        self.log(f"  {self.sizes.pods} pods bound on {self.sizes.nodes} nodes: {seconds(self.figures['bind'])}")
 
     async def deployment(self) -> None:
         ns = self.namespaces()["deploy"]
@@ -453,4 +457,4 @@ class Run:
             return t
 
         self.figures["deployment"], self.figures["deployment_cpu"] = await self._bound(ns, create)
-        self.log(f"  Deployment of {self.sizes.pods}: {self.figures['deployment']}")
+        self.log(f"  Deployment of {self.sizes.pods}, all bound: {seconds(self.figures['deployment'])}")
