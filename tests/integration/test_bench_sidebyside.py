@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -71,9 +72,10 @@ def assert_untouched(cluster: Cluster, sentinels: dict[str, str]) -> None:
 
 def test_foreign_target_measures_every_phase_and_leaves_nothing(cluster: Cluster, sentinels: dict[str, str],
                                                                 tmp_path: Any) -> None:
-    assert cluster.proc is not None
     out = tmp_path / "figures.json"
-    r = bench("--kubeconfig", cluster.kubeconfig, "--label", "foreign", "--pids-of", f"apiserver={cluster.proc.pid}",
+    # the control plane's processes found by command line, as a kind cluster's are (their data dir)
+    r = bench("--kubeconfig", cluster.kubeconfig, "--label", "foreign",
+              "--process-match", re.escape(os.path.abspath(cluster.data_dir)),
               "--scale", "0.05", "--idle-seconds", "0.2", "--json", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(out.read_text())
@@ -85,7 +87,7 @@ def test_foreign_target_measures_every_phase_and_leaves_nothing(cluster: Cluster
     missing = [k for k in PHASE_KEYS if not isinstance(fig.get(k), (int, float))]
     assert not missing, (missing, fig)
     assert all(fig[k] > 0 for k in PHASE_KEYS if k != "idle_cpu"), fig
-    assert fig["per_process"]["apiserver"]["rss_mib"] > 0
+    assert fig["per_process"]["pyk8s server"]["rss_mib"] > 0 and fig["per_process"]["pyk8s scheduler"]["cpu_s"] > 0
     assert "WATCH receives 50 creates" in r.stdout and "50 pods bound on 5 nodes" in r.stdout
     assert "load average at start" in r.stdout
     assert leftovers(cluster) == ([], [])
