@@ -364,7 +364,8 @@ def targets_from(a: argparse.Namespace) -> list[Target]:
 
 
 def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # so a run's clean-up (its finally) still runs
+    # SIGTERM as Ctrl-C: asyncio.run cancels the running phase and the run's clean-up (its finally) still runs
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,6 +395,10 @@ def main(argv: list[str] | None = None) -> int:
             except Refused as e:
                 print(f"sidebyside: {t.label}: {e}", file=sys.stderr)
                 return 2
+            except KeyboardInterrupt:
+                print(f"sidebyside: interrupted during {t.label}'s round {rnd + 1} (what it created is removed)",
+                      file=sys.stderr)
+                return 130
             figures["load"] = os.getloadavg()[0]
             failed = failed or "error" in figures
             t.rounds.append(figures)

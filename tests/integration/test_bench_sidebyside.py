@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -127,3 +129,25 @@ def test_started_server_gets_start_phases_and_the_upstream_column(tmp_path: Any)
     procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "bench-sbs-pyk8s-" not in procs
     assert not any(d.startswith("bench-sbs-pyk8s-") for d in os.listdir(os.path.dirname(str(tmp_path))))
+
+
+def test_sigterm_mid_run_still_removes_what_it_created(cluster: Cluster, sentinels: dict[str, str]) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "bench.sidebyside", "--kubectl", newest_kubectl(),
+                             "--kubeconfig", cluster.kubeconfig, "--run-id", "interrupted", "--scale", "0.05",
+                             "--phases", "bind,deployment"], cwd=str(REPO), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        # stopped once its fake nodes exist: namespaces, nodes and bound pods are all there to clean up
+        deadline = time.monotonic() + 60
+        while not leftovers(cluster)[1]:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert leftovers(cluster) == ([], [])
+    assert_untouched(cluster, sentinels)
