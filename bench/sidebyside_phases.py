@@ -193,6 +193,12 @@ class Run:
         for name in self.namespaces().values():
             if await self.client.get_or_none(NAMESPACES, name) is not None:
                 raise Refused(f'namespace "{name}" already exists: not running against this cluster')
+        # an earlier run cut short (killed with SIGKILL) leaves its fake nodes: they would take part in
+        # the scheduling phases, so say so; they are not this run's to delete
+        stale = (await self.client.list(NODES, label_selector=RUN_LABEL)).get("items") or []
+        if stale:
+            self.log(f"  warning: {len(stale)} nodes of earlier runs are still there "
+                     f"(kubectl delete nodes -l {RUN_LABEL} removes them)")
         for name in self.namespaces().values():
             try:
                 await self.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",

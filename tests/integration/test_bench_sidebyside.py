@@ -28,6 +28,9 @@ PHASE_KEYS = ["rss_fresh", "idle_cpu", "create1_rate", "create1_cpu", "create8_r
               "get_json", "watch", "delete_ns", "bind", "bind_cpu", "deployment", "deployment_cpu", "rss_after"]
 
 
+STALE = "bench-sbs-stale-node-0000"  # as an earlier, killed run would have left it
+
+
 def bench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "bench.sidebyside", "--kubectl", newest_kubectl(), *args],
                           cwd=str(REPO), capture_output=True, text=True, timeout=timeout)
@@ -41,7 +44,8 @@ def leftovers(cluster: Cluster) -> tuple[list[str], list[str]]:
     """Namespaces named bench-sbs-* and nodes labelled bench-sbs/run, whatever their state."""
     ns = [n["metadata"]["name"] for n in get(cluster, "namespaces")["items"]
           if n["metadata"]["name"].startswith("bench-sbs-")]
-    nodes = [n["metadata"]["name"] for n in get(cluster, "nodes", "-l", "bench-sbs/run")["items"]]
+    nodes = [n["metadata"]["name"] for n in get(cluster, "nodes", "-l", "bench-sbs/run")["items"]
+             if n["metadata"]["name"] != STALE]
     return ns, nodes
 
 
@@ -53,11 +57,14 @@ def sentinels(cluster: Cluster) -> dict[str, str]:
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "sbs-cordoned"}, "spec": {"unschedulable": True},
          "status": {"capacity": {"pods": "110", "cpu": "4", "memory": "8Gi"},
                     "conditions": [{"type": "Ready", "status": "True"}]}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": STALE, "labels": {"bench-sbs/run": "stale"}},
+         "spec": {"unschedulable": True}},
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "keep", "namespace": "sbs-sentinel"},
          "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}]}))
     return {"ns": get(cluster, "namespace", "sbs-sentinel")["metadata"]["uid"],
             "node": get(cluster, "node", "sbs-cordoned")["metadata"]["uid"],
-            "pod": get(cluster, "pod", "keep", "-n", "sbs-sentinel")["metadata"]["uid"]}
+            "pod": get(cluster, "pod", "keep", "-n", "sbs-sentinel")["metadata"]["uid"],
+            "stale": get(cluster, "node", STALE)["metadata"]["uid"]}
 
 
 def assert_untouched(cluster: Cluster, sentinels: dict[str, str]) -> None:
@@ -66,6 +73,8 @@ def assert_untouched(cluster: Cluster, sentinels: dict[str, str]) -> None:
     pod = get(cluster, "pod", "keep", "-n", "sbs-sentinel")
     assert (ns["metadata"]["uid"], node["metadata"]["uid"], pod["metadata"]["uid"]) == (
         sentinels["ns"], sentinels["node"], sentinels["pod"])
+    # another run's node carries the label a run cleans up by, but not its run id: kept
+    assert get(cluster, "node", STALE)["metadata"]["uid"] == sentinels["stale"]
     assert ns["status"]["phase"] == "Active"
     assert "deletionTimestamp" not in pod["metadata"]
     # the fake nodes are tainted for the bench's pods only: a cluster's own pending pod never lands there
@@ -92,6 +101,7 @@ def test_foreign_target_measures_every_phase_and_leaves_nothing(cluster: Cluster
     assert fig["per_process"]["pyk8s server"]["rss_mib"] > 0 and fig["per_process"]["pyk8s scheduler"]["cpu_s"] > 0
     assert "WATCH receives 50 creates" in r.stdout and "50 pods bound on 5 nodes" in r.stdout
     assert "load average at start" in r.stdout
+    assert "warning: 1 nodes of earlier runs are still there" in r.stdout
     assert leftovers(cluster) == ([], [])
     assert_untouched(cluster, sentinels)
 
