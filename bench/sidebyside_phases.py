@@ -94,6 +94,13 @@ class ControlPlane:
             return f"not measured: {self.why_not}"
         return sum(c - before.get(p, 0.0) for p, c in now.items())
 
+    def cpu_by_process(self, before: dict[int, float]) -> dict[str, float]:
+        """CPU seconds since `before` by process name (summed over processes of one name), from one reading."""
+        out: dict[str, float] = {}
+        for p, name in self.find().items():
+            out[name] = out.get(name, 0.0) + cpu_seconds(p) - before.get(p, 0.0)
+        return out
+
     def rss_mib(self) -> float | str:
         sizes = [rss_kib(p) for p in self.find()]
         known = [s for s in sizes if s is not None]
@@ -302,22 +309,29 @@ class Run:
         used = self.plane.cpu_since(before)
         self.figures["idle_cpu"] = used if isinstance(used, str) else 100 * used / (time.monotonic() - t)
 
-    async def _create(self, ns: str, clients: int, prefix: str) -> tuple[float, float | str, float]:
-        """(seconds, control-plane CPU seconds, when the clock started) of POSTing sizes.pods pods."""
+    def record_cpu(self, key: str, before: dict[int, float]) -> None:
+        """figures[key]: the control plane's CPU seconds since `before`; key_by_process: per process (JSON only)."""
+        split = self.plane.cpu_by_process(before)
+        self.figures[key] = sum(split.values()) if split else f"not measured: {self.plane.why_not}"
+        if split:
+            self.figures[f"{key}_by_process"] = split
+
+    async def _create(self, ns: str, clients: int, prefix: str, cpu_key: str) -> tuple[float, float]:
+        """(seconds, when the clock started) of POSTing sizes.pods pods; figures[cpu_key]: the CPU it cost."""
         pool = self.pool(clients)
         try:
             cpu0 = self.plane.cpu()
             took = await create_all(pool, PODS, ns, lambda i: self.pod(False), self.sizes.pods, prefix,
                                     concurrency=clients)
             started = time.monotonic() - took
-            return took, self.plane.cpu_since(cpu0), started
+            self.record_cpu(cpu_key, cpu0)
+            return took, started
         finally:
             pool.close()
 
     async def create_one_client(self) -> None:
-        took, cpu, _ = await self._create(self.namespaces()["create"], 1, "one")
+        took, _ = await self._create(self.namespaces()["create"], 1, "one", "create1_cpu")
         self.figures["create1_rate"] = self.sizes.pods / took
-        self.figures["create1_cpu"] = cpu
         self.log(f"  POST {self.sizes.pods} pods, 1 client: {self.sizes.pods / took:.0f} pods/s")
 
     async def create_eight_clients_watched(self) -> None:
@@ -340,7 +354,7 @@ class Run:
 
         task = asyncio.create_task(watch())
         try:
-            took, cpu, started = await self._create(ns, 8, "eight")
+            took, started = await self._create(ns, 8, "eight", "create8_cpu")
             try:
                 await asyncio.wait_for(done.wait(), self.timeout)
                 watched: float | str = last[0] - started
@@ -349,7 +363,6 @@ class Run:
         finally:
             task.cancel()
         self.figures["create8_rate"] = self.sizes.pods / took
-        self.figures["create8_cpu"] = cpu
         self.figures["watch"] = watched
         self.log(f"  POST {self.sizes.pods} pods, 8 clients: {self.sizes.pods / took:.0f} pods/s; watch {seconds(watched)}")
 
@@ -421,17 +434,18 @@ class Run:
                     pass
                 await asyncio.sleep(step)
 
-    async def _bound(self, ns: str, start: Callable[[], Any]) -> tuple[float | str, float | str]:
-        """(seconds from start() until sizes.pods pods of ns are bound, control-plane CPU seconds)."""
+    async def _bound(self, ns: str, start: Callable[[], Any], cpu_key: str) -> float | str:
+        """Seconds from start() until sizes.pods pods of ns are bound; figures[cpu_key]: the CPU it cost."""
         ctr = BoundCounter(self.watch_client, ns)
         await ctr.start()
         try:
             cpu0 = self.plane.cpu()
             t0 = await start()
-            if not await ctr.wait(self.sizes.pods, self.timeout):
-                return (f"not reached: {len(ctr.bound)} of {self.sizes.pods} bound in {self.timeout:.0f} s",
-                        self.plane.cpu_since(cpu0))
-            return ctr.times[-1] - t0, self.plane.cpu_since(cpu0)
+            reached = await ctr.wait(self.sizes.pods, self.timeout)
+            self.record_cpu(cpu_key, cpu0)
+            if not reached:
+                return f"not reached: {len(ctr.bound)} of {self.sizes.pods} bound in {self.timeout:.0f} s"
+            return ctr.times[-1] - t0
         finally:
             await ctr.stop()
 
@@ -444,7 +458,7 @@ class Run:
             return time.monotonic() - took
 
         try:
-            self.figures["bind"], self.figures["bind_cpu"] = await self._bound(ns, create)
+            self.figures["bind"] = await self._bound(ns, create, "bind_cpu")
         finally:
             pool.close()
         self.log(f"  {self.sizes.pods} pods bound on {self.sizes.nodes} nodes: {seconds(self.figures['bind'])}")
@@ -462,5 +476,5 @@ class Run:
             await self.client.create(DEPLOYMENTS, body, ns)
             return t
 
-        self.figures["deployment"], self.figures["deployment_cpu"] = await self._bound(ns, create)
+        self.figures["deployment"] = await self._bound(ns, create, "deployment_cpu")
         self.log(f"  Deployment of {self.sizes.pods}, all bound: {seconds(self.figures['deployment'])}")

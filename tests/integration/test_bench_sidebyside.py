@@ -99,6 +99,8 @@ def test_foreign_target_measures_every_phase_and_leaves_nothing(cluster: Cluster
     assert not missing, (missing, fig)
     assert all(fig[k] > 0 for k in PHASE_KEYS if k != "idle_cpu"), fig
     assert fig["per_process"]["pyk8s server"]["rss_mib"] > 0 and fig["per_process"]["pyk8s scheduler"]["cpu_s"] > 0
+    split = fig["deployment_cpu_by_process"]
+    assert split["pyk8s server"] > 0 and sum(split.values()) == pytest.approx(fig["deployment_cpu"])
     assert "WATCH receives 50 creates" in r.stdout and "50 pods bound on 5 nodes" in r.stdout
     assert "load average at start" in r.stdout
     assert "warning: 1 nodes of earlier runs are still there" in r.stdout
