@@ -257,7 +257,7 @@ def run_server(workers: int, ceiling: float) -> None:
     from pyk8s.client.kubeconfig import load_kubeconfig
 
     d = tempfile.mkdtemp(prefix="pyk8s-bench-")
-    # BENCH_PROFILE=<file>: cProfile of the server's event loop (see handlers._profile_from_env)
+    # BENCH_PROFILE=<file>: cProfile of the server's event loop (see pyk8s.profiling)
     env = {"PYK8S_PROFILE": os.environ["BENCH_PROFILE"]} if os.environ.get("BENCH_PROFILE") else {}
     # The API server alone by default, as upstream benchmarks it: `pyk8s server` also runs the
     # scheduler and controllers in the same process, and with no nodes the scheduler's retries

@@ -29,6 +29,8 @@ BENCH_SCHED_SCALE scales node and pod counts; the scheduler is the process `pyk8
 starts (`pyk8s scheduler`, as kube-scheduler is deployed), or with BENCH_SCHED_MODE=inprocess
 the server's --in-process-scheduler;
 BENCH_API_WORKERS=2 serves the API from two processes (`pyk8s server --api-workers 2`).
+PYK8S_PROFILE=<file>: cProfiles of the measured phase, the server's in <file>, the scheduler's in
+<file>.scheduler (see pyk8s.profiling).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -388,6 +391,10 @@ async def run_workload(w: Workload, kubeconfig: str, scale: float, pids: dict[st
 
             churn_task = asyncio.create_task(churn())
         pids = pids or {}
+        if os.environ.get("PYK8S_PROFILE"):  # the profiles start afresh with the measured phase
+            for k, v in pids.items():
+                if k != "bench":
+                    os.kill(v, signal.SIGUSR1)
         cpu0 = {k: cpu_seconds(v) for k, v in pids.items()}
         main0 = cpu_seconds(pids["server"], pids["server"]) if "server" in pids else 0.0
         t0 = time.perf_counter()

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from ..api import errors as E
 from ..api.resources import Registry, Resource
+from ..profiling import profile_from_env
 from ..storage import CompactedError, FutureRevisionError
 from . import dryrun, tables
 from .appkeys import PF_HEADERS, PF_WATCH_INITIALIZED
@@ -40,36 +41,7 @@ __all__ = ["ResourceHandler"]
 _ListPage = tuple[list[dict[str, Any]], int, str | None, int | None]
 
 
-def _profile_from_env() -> None:
-    """PYK8S_PROFILE=<file>: profile the server's event-loop thread, written at exit and on SIGUSR1.
-
-    For bench/api.py (BENCH_PROFILE); off unless the variable is set."""
-    import os
-
-    path = os.environ.get("PYK8S_PROFILE")
-    if not path:
-        return
-    import atexit
-    import cProfile
-    import signal
-
-    prof = cProfile.Profile(time.thread_time)  # CPU time: the shared machine's load does not skew it
-
-    def dump(*_: Any) -> None:  # SIGUSR1 writes the profile so far, and profiling goes on
-        prof.disable()
-        prof.dump_stats(path)
-        prof.enable()
-
-    signal.signal(signal.SIGUSR1, dump)
-    prof.enable()
-    def final() -> None:
-        prof.disable()
-        prof.dump_stats(path)
-
-    atexit.register(final)
-
-
-_profile_from_env()
+profile_from_env()  # PYK8S_PROFILE: see pyk8s.profiling
 
 META_V1 = "meta.k8s.io/v1"
 DEFAULT_LIST_LIMIT_CACHE = 0

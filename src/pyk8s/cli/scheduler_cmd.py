@@ -111,8 +111,10 @@ async def _main(args: Any) -> int:
 
 def run(args: Any) -> int:
     from .. import klog
+    from ..profiling import profile_from_env
 
     klog.setup(args.v)
+    profile_from_env(".scheduler")
     try:
         import uvloop
 
