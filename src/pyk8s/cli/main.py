@@ -221,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import gpu_cmd
 
     gpu_cmd.add_parser(sub)
+    from . import dashboard_cmd
+
+    dashboard_cmd.add_parser(sub)
     from . import device_plugin_cmd
 
     device_plugin_cmd.add_parser(sub)
@@ -263,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         return netpol_cmd.run(args)
     if args.command == "gpu":
         return gpu_cmd.run(args)
+    if args.command == "dashboard":
+        return dashboard_cmd.run(args)
     if args.command == "device-plugin":
         return device_plugin_cmd.run(args)
     if args.command == "dra-driver":
