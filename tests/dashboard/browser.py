@@ -99,13 +99,34 @@ class Dashboard:
 
 
 class Browser:
-    """One headless Chromium (1280 px wide, a laptop's width) for a test module."""
+    """One headless Chromium (1280 px wide, a laptop's width) for a test module, in a network namespace
+    of its own (netns_bridge.py says why): the dashboards it visits are bridged in by port."""
 
     def __init__(self) -> None:
         require("chromium (Debian package chromium)", os.path.exists(CHROMIUM))
         require("chromedriver (Debian package chromium-driver)", os.path.exists(CHROMEDRIVER))
+        require("root (the browser's network namespace)", os.geteuid() == 0)
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
+
+        from tests.cluster import scratch_dir
+        from tests.dashboard.netns_bridge import NetnsBridge
+        from tests.e2e.kubelet_harness import free_kubelet_port
+
+        self.bridge = NetnsBridge()
+        try:
+            self._start(webdriver, Service, scratch_dir("dash-chromedriver-"), free_kubelet_port())
+        except BaseException:
+            self.bridge.close()
+            raise
+
+    def _start(self, webdriver: Any, service: Any, scratch: str, port: int) -> None:
+        # chromedriver runs inside the namespace (it starts the browser there); its port is bridged out
+        wrapper = os.path.join(scratch, "chromedriver")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec " + " ".join(self.bridge.command([CHROMEDRIVER])) + ' "$@"\n')
+        os.chmod(wrapper, 0o700)
+        self.bridge.expose_out(port)
 
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
@@ -113,11 +134,15 @@ class Browser:
                   "--window-size=1280,900", "--no-first-run", "--disable-extensions", "--lang=en-US"):
             opts.add_argument(a)
         opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+        self.driver = webdriver.Chrome(service=service(wrapper, port=port), options=opts)
         self.driver.set_page_load_timeout(30)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
     def get(self, url: str) -> None:
+        from urllib.parse import urlsplit
+
+        if (port := urlsplit(url).port) is not None:
+            self.bridge.expose_in(port)
         self.driver.get(url)
 
     def shot(self, name: str) -> Path:
@@ -152,4 +177,7 @@ class Browser:
         return [e["message"] for e in self.driver.get_log("browser") if e.get("level") == "SEVERE"]
 
     def quit(self) -> None:
-        self.driver.quit()
+        try:
+            self.driver.quit()
+        finally:
+            self.bridge.close()

@@ -7,10 +7,12 @@ Screenshots of each page go to artifacts/dashboard/.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.dashboard.browser import Browser, Dashboard, wait
-from tests.e2e.kubelet_harness import Env, requirements
+from tests.e2e.kubelet_harness import Env, busybox_pod, container, requirements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(240)]
 
@@ -60,3 +62,169 @@ def test_overview_shows_nodes_with_allocation_and_namespaces(env: Env, dashboard
     assert "Ready" in row.text
     browser.shot("overview")
     assert not browser.console_errors()
+
+
+def _deployment(name: str, replicas: int = 1) -> dict[str, Any]:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"terminationGracePeriodSeconds": 1,
+                         "containers": [container("c", "exec sleep 3600")]}}}}
+
+
+def _dialog_confirm(browser: Browser) -> None:
+    browser.find("dialog.confirm[open] .actions button.primary, dialog.confirm[open] .actions button.danger").click()
+
+
+def test_deployment_scaled_and_restarted_from_the_page(env: Env, dashboard: Dashboard, browser: Browser):
+    """Scale from the Workloads page: `kubectl get` sees the new replicas; an invalid count gets the
+    API's own message in a toast; restart rolls out a second revision shown in the history."""
+    env.api("POST", "/apis/apps/v1/namespaces/default/deployments", _deployment("web"))
+    browser.get(dashboard.base + "/#/workloads")
+    row = 'table[aria-label="Deployments"] tr[data-key="default/web"]'
+    browser.find(row)
+    browser.find(f'{row} button[data-action="scale"]').click()
+    replicas = browser.find("#scale-replicas")
+    replicas.clear()
+    replicas.send_keys("3")
+    browser.shot("workloads-scale-dialog")
+    _dialog_confirm(browser)
+    wait(lambda: env.kubectl("get", "deployment", "web", "-o", "jsonpath={.spec.replicas}") == "3", 20,
+         "kubectl get deployment web: 3 replicas")
+    wait(lambda: "3/3 ready" in browser.find(row).text, 60, "3/3 ready on the page")
+    browser.shot("workloads")
+    # an invalid count: the API refuses, and the page shows its message
+    browser.find(f'{row} button[data-action="scale"]').click()
+    replicas = browser.find("#scale-replicas")
+    replicas.clear()
+    replicas.send_keys("-1")
+    _dialog_confirm(browser)
+    browser.find(".toast.error", text="spec.replicas: Invalid value: -1: must be greater than or equal to 0")
+    assert env.kubectl("get", "deployment", "web", "-o", "jsonpath={.spec.replicas}") == "3"
+    # restart: a new revision, as `kubectl rollout restart`
+    browser.find(f'{row} button[data-action="restart"]').click()
+    _dialog_confirm(browser)
+    wait(lambda: env.kubectl("get", "deployment", "web", "-o",
+                             "jsonpath={.spec.template.metadata.annotations.kubectl\\.kubernetes\\.io/restartedAt}"),
+         20, "the restartedAt annotation")
+    browser.get(dashboard.base + "/#/deployments/default/web")
+    wait(lambda: len(browser.all('table[aria-label="Revisions"] tbody tr')) == 2, 30, "two revisions")
+    first = browser.find('table[aria-label="Revisions"] tbody tr')
+    assert first.find_element("css selector", 'td[data-column="revision"]').text == "2"
+    assert "current" in first.text
+    browser.shot("deployment")
+
+
+def test_pending_pod_says_why(env: Env, dashboard: Dashboard, browser: Browser):
+    """A pod no node can hold: its page shows the scheduler's FailedScheduling message."""
+    env.create(busybox_pod("too-big", "sleep 3600", containers=[
+        container("c", "sleep 3600", resources={"requests": {"cpu": "500"}})]))
+    browser.get(dashboard.base + "/#/pods")
+    link = browser.find('table[aria-label="Pods"] tr[data-key="default/too-big"] a')
+    browser.shot("pods")
+    link.click()
+    msg = browser.find(".scheduling-message", timeout=30)
+    assert "0/1 nodes are available" in msg.text and "Insufficient cpu" in msg.text, msg.text
+    assert "PodScheduled" in browser.text('table[aria-label="Conditions"]')
+    browser.shot("pod-pending")
+    env.delete_pod("too-big", grace=0)
+
+
+def test_logs_stream_as_the_pod_writes(env: Env, dashboard: Dashboard, browser: Browser):
+    env.create(busybox_pod("logger", "i=0; while true; do echo line-$i; i=$((i+1)); sleep 0.3; done"))
+    env.wait_running("logger", 60)
+    browser.get(dashboard.base + "/#/logs/default/logger")
+    text = wait(lambda: browser.find("#log-text").text if "line-2" in browser.find("#log-text").text else None,
+                30, "the first lines")
+    last = max(int(line.split("-")[1]) for line in text.split() if line.startswith("line-"))
+    # the page was not reloaded: later lines arrive on the open stream
+    wait(lambda: f"line-{last + 5}" in browser.find("#log-text").text, 20, f"line-{last + 5}")
+    assert browser.find("#log-state").text == "streaming"
+    browser.shot("logs")
+
+
+def test_terminal_runs_echo_hi_in_a_runc_pod(env: Env, dashboard: Dashboard, browser: Browser):
+    env.create(busybox_pod("shell", "exec sleep 3600"))
+    env.wait_running("shell", 60)
+    browser.get(dashboard.base + "/#/exec/default/shell")
+    browser.find("form.toolbar button.primary", text="Connect").click()
+    wait(lambda: browser.find("#exec-state").text.startswith("connected"), 20, "the exec stream")
+    browser.find(".xterm-helper-textarea").send_keys("echo h''i\n")  # the typed line itself is not "hi"
+
+    def rows() -> list[str]:
+        return [r.text.strip() for r in browser.all(".xterm-rows > div")]
+
+    wait(lambda: "hi" in rows(), 20, "a line 'hi' in the terminal")
+    browser.shot("terminal")
+    browser.find(".xterm-helper-textarea").send_keys("exit\n")
+    wait(lambda: browser.find("#exec-state").text == "session ended", 20, "the session to end")
+
+
+def test_yaml_edit_is_dry_run_then_diffed_then_applied(env: Env, dashboard: Dashboard, browser: Browser):
+    env.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "old"}})
+    browser.get(dashboard.base + "/#/yaml/_/v1/configmaps/default/settings")
+    area = browser.find("#yaml-text")
+    wait(lambda: "mode: old" in area.get_attribute("value"), 10, "the object's YAML")
+    assert "managedFields" not in area.get_attribute("value")
+    browser.driver.execute_script(
+        "arguments[0].value = arguments[0].value.replace('mode: old', 'mode: new');"
+        "arguments[0].dispatchEvent(new Event('input', {bubbles: true}))", area)
+    browser.find("#yaml-review").click()
+    diff = browser.find("#yaml-diff")
+    assert "-  mode: old" in diff.text and "+  mode: new" in diff.text, diff.text
+    # the dry run stored nothing
+    assert env.kubectl("get", "configmap", "settings", "-o", "jsonpath={.data.mode}") == "old"
+    browser.shot("yaml-diff")
+    browser.find("#yaml-apply").click()
+    wait(lambda: env.kubectl("get", "configmap", "settings", "-o", "jsonpath={.data.mode}") == "new", 10,
+         "the applied change")
+    # invalid YAML content is the API's to refuse: its message shows
+    browser.driver.execute_script(
+        "arguments[0].value = arguments[0].value.replace('name: settings', 'name: Not_Valid');"
+        "arguments[0].dispatchEvent(new Event('input', {bubbles: true}))", browser.find("#yaml-text"))
+    browser.find("#yaml-review").click()
+    browser.find(".toast.error", text="the name of the object (Not_Valid) does not match the name on the URL "
+                                      "(settings)")
+
+
+def test_view_user_sees_no_edit_buttons_and_gets_rbacs_message(env: Env, browser: Browser):
+    """Token mode: a ServiceAccount bound to `view` signs in with its token; it sees the objects but
+    no scale/restart/delete buttons and a read-only YAML view; forcing a delete through the proxy
+    gets RBAC's exact refusal."""
+    env.kubectl("create", "serviceaccount", "viewer")
+    env.kubectl("create", "rolebinding", "viewer-view", "--clusterrole=view", "--serviceaccount=default:viewer")
+    token = env.kubectl("create", "token", "viewer").strip()
+    tdash = Dashboard(env.cluster.kubeconfig, auth="token").start()
+    try:
+        browser.get(tdash.base + "/")
+        browser.find("#token")
+        browser.find("#token").send_keys("not-a-token")
+        browser.find('form button[type="submit"]').click()
+        assert browser.find("#login-error").text == "Unauthorized"
+        browser.find("#token").clear()
+        browser.find("#token").send_keys(token)
+        browser.shot("login")
+        browser.find('form button[type="submit"]').click()
+        assert browser.find("#current-user").text == "system:serviceaccount:default:viewer"
+        browser.get(tdash.base + "/#/workloads")
+        row = browser.find('table[aria-label="Deployments"] tr[data-key="default/web"]')
+        assert "YAML" in row.text
+        browser.get(tdash.base + "/#/pods")
+        browser.find('table[aria-label="Pods"] tr[data-key="default/shell"]')
+        browser.shot("view-user-pods")
+        assert browser.absent("button[data-action]"), [b.text for b in browser.all("button[data-action]")]
+        browser.get(tdash.base + "/#/yaml/_/v1/configmaps/default/settings")
+        wait(lambda: "mode:" in browser.find("#yaml-text").get_attribute("value"), 10, "the YAML")
+        assert browser.find("#yaml-text").get_attribute("readonly") is not None
+        assert browser.absent("#yaml-review")
+        answer = browser.driver.execute_async_script(
+            "const done = arguments[0];"
+            "fetch('/api/v1/namespaces/default/pods/shell', {method: 'DELETE', headers: {'X-Pyk8s-Dashboard': '1'}})"
+            ".then(async r => done([r.status, await r.json()]))")
+        assert answer[0] == 403
+        assert answer[1]["message"] == ('pods "shell" is forbidden: User "system:serviceaccount:default:viewer" '
+                                        'cannot delete resource "pods" in API group "" in the namespace "default"')
+        assert env.pod("shell") is not None
+    finally:
+        tdash.stop()

@@ -1,9 +1,11 @@
-// A shared, watch-backed cache of API collections: list, then watch from the list's
+// A shared, watch-backed cache of API collections: list, then watch (over one WebSocket for all,
+// watchmux.ts) from the list's
 // resourceVersion; a 410 Gone (the watch's history was compacted) re-lists; a dropped stream
 // reconnects from the last resourceVersion seen, with backoff. No polling loops. Several
 // components asking for the same collection share one list+watch.
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, CSRF_HEADERS, errorFrom, withQuery } from "./api";
+import { mux } from "./watchmux";
 
 export type Obj = Record<string, any>;
 
@@ -91,7 +93,7 @@ export class Collection {
         continue; // the stream ended normally (the server's watch timeout): watch again from rv
       } catch (e) {
         if (this.stopped) return;
-        if (e instanceof ApiError) {
+        if (e instanceof ApiError && e.code !== 503) { // 503: the watch socket reconnects; not the API's answer
           this.error = e;
           if (e.code === 410) needList = true;
           else if (e.code === 401 || e.code === 403 || e.code === 404) {
@@ -122,25 +124,41 @@ export class Collection {
     this.changed(true);
   }
 
-  // true when the caller must re-list (410 Gone)
-  private async watch(signal: AbortSignal): Promise<boolean> {
+  // true when the caller must re-list (410 Gone); over the dashboard's watch WebSocket (watchmux.ts)
+  private watch(signal: AbortSignal): Promise<boolean> {
     const url = withQuery(this.path, { watch: "1", allowWatchBookmarks: "true", resourceVersion: this.rv });
-    const res = await fetch(url, { headers: { ...CSRF_HEADERS, Accept: "application/json" }, signal });
-    if (res.status === 410) return true;
-    if (!res.ok || !res.body) throw await errorFrom(res);
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return false;
-      buf += value;
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (line && this.apply(JSON.parse(line))) return true;
-      }
-    }
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (f: () => void) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener("abort", onAbort);
+        f();
+      };
+      const id = mux.watch(url, {
+        event: (ev) => {
+          try {
+            if (this.apply(ev)) {
+              mux.stop(id);
+              finish(() => resolve(true));
+            }
+          } catch (e) {
+            mux.stop(id);
+            finish(() => reject(e));
+          }
+        },
+        end: (err, status) => finish(() => {
+          if (status === 410 || err?.code === 410) resolve(true);
+          else if (err) reject(err);
+          else resolve(false);
+        }),
+      });
+      const onAbort = () => {
+        mux.stop(id);
+        finish(() => reject(new DOMException("stopped", "AbortError")));
+      };
+      signal.addEventListener("abort", onAbort);
+    });
   }
 
   // one watch event; true when the watch must re-list

@@ -24,6 +24,7 @@ from .guard import add_security_headers, allowed_hosts, guard_middleware
 from .proxy import proxy_request
 from .session import COOKIE, Session, SessionStore
 from .upstream import Upstream
+from .watchmux import watch_mux
 
 __all__ = ["DashboardConfig", "DashboardServer"]
 
@@ -72,6 +73,7 @@ class DashboardServer:
         app.router.add_get("/dashboard/session", self._session_info)
         app.router.add_post("/dashboard/login", self._login)
         app.router.add_post("/dashboard/logout", self._logout)
+        app.router.add_get("/dashboard/watch", self._watch)
         for prefix in ("/api", "/apis"):
             app.router.add_route("*", prefix, self._proxy)
             app.router.add_route("*", prefix + "/{tail:.*}", self._proxy)
@@ -178,6 +180,14 @@ class DashboardServer:
         resp = web.json_response({}, headers={"Cache-Control": "no-store"})
         resp.del_cookie(self.cookie, path="/")
         return resp
+
+    async def _watch(self, request: web.Request) -> web.StreamResponse:
+        session = self._session(request)
+        if session is None:
+            return status_response(401, "Unauthorized", "not signed in to the dashboard")
+        if request.headers.get("Upgrade", "").lower() != "websocket":
+            return status_response(400, "BadRequest", "/dashboard/watch is a WebSocket")
+        return await watch_mux(request, self.upstream, session)
 
     async def _proxy(self, request: web.Request) -> web.StreamResponse:
         session = self._session(request)
