@@ -7,6 +7,7 @@ user visits, or another local user, could make.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import socket
@@ -16,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.cluster import Cluster
-from tests.dashboard.browser import Dashboard
+from tests.dashboard.browser import Dashboard, wait
+from tests.e2e.kubelet_harness import free_kubelet_port
 
 pytestmark = [pytest.mark.xdist_group("dashboard-security"), pytest.mark.timeout(120)]
 
@@ -25,7 +27,9 @@ CSRF = {"X-Pyk8s-Dashboard": "1"}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    c = Cluster(str(tmp_path_factory.mktemp("dash-sec"))).start()
+    # the server's own dashboard (`--dashboard`) too, on a free port
+    c = Cluster(str(tmp_path_factory.mktemp("dash-sec")),
+                ["--dashboard", "--dashboard-port", str(free_kubelet_port())]).start()
     c.kubectl("create", "serviceaccount", "viewer", "-n", "default")
     c.kubectl("create", "rolebinding", "viewer-view", "--clusterrole=view", "--serviceaccount=default:viewer",
               "-n", "default")
@@ -243,3 +247,76 @@ def test_watch_streams_through_the_proxy_event_by_event(cluster: Cluster, kdash:
     finally:
         sock.close()
         cluster.kubectl("delete", "configmap", "streamed", check=False)
+
+
+def test_server_dashboard_is_token_mode_only(cluster: Cluster, viewer_token: str):
+    """`pyk8s server --dashboard` never lends the server's admin credentials: no secret URL, no
+    session without a token, and a signed-in token acts as its own user."""
+    line = wait(lambda: next((ln for ln in cluster.output if "dashboard:" in ln), None), 30, "the dashboard's URL")
+    url = line.split("dashboard:", 1)[1].split()[0]
+    assert "secret" not in url and url.startswith("http://127.0.0.1:")
+    d = Dashboard(cluster.kubeconfig)
+    d.url = url
+    assert request(d, "GET", "/").status == 200
+    assert request(d, "GET", "/?secret=anything").status == 401
+    r = request(d, "GET", "/dashboard/session")
+    assert r.status == 401 and r.headers["X-Pyk8s-Dashboard-Auth"] == "token"
+    assert request(d, "GET", "/api/v1/namespaces/kube-system/secrets").status == 401
+    cookie = token_session(d, viewer_token)
+    r = request(d, "GET", "/api/v1/namespaces/kube-system/secrets", {"Cookie": cookie})
+    assert r.status == 403 and "system:serviceaccount:default:viewer" in status_of(r)["message"]
+    assert request(d, "GET", "/api/v1/namespaces/default/pods", {"Cookie": cookie}).status == 200
+
+
+async def _mux(d: Dashboard, cookie: str, messages: list[dict[str, Any]], until: Any,
+               origin: str | None = None) -> list[dict[str, Any]]:
+    """Open /dashboard/watch, send `messages`, collect answers until `until(answers)`."""
+    import aiohttp
+
+    headers = {"Cookie": cookie, "Origin": origin or f"http://127.0.0.1:{d.port}"}
+    got: list[dict[str, Any]] = []
+    async with aiohttp.ClientSession() as s, s.ws_connect(f"http://127.0.0.1:{d.port}/dashboard/watch",
+                                                          headers=headers) as ws:
+        for m in messages:
+            await ws.send_json(m)
+        while not until(got):
+            msg = await asyncio.wait_for(ws.receive(), 10)
+            got.append(json.loads(msg.data))
+    return got
+
+
+def test_watch_socket_is_guarded_and_carries_the_users_rbac(cluster: Cluster, kdash: Dashboard, tdash: Dashboard,
+                                                            viewer_token: str):
+    """The page's multiplexed watch socket: same origin and a session only, watches of /api and /apis
+    only, each run with the session's credentials (RBAC's refusal comes back as the watch's end)."""
+    import aiohttp
+
+    cookie = signed_in(kdash)
+    with pytest.raises(aiohttp.WSServerHandshakeError) as e:
+        asyncio.run(_mux(kdash, cookie, [], lambda g: True, origin="http://evil.example"))
+    assert e.value.status == 403
+    with pytest.raises(aiohttp.WSServerHandshakeError) as e:
+        asyncio.run(_mux(kdash, "pyk8s-dashboard-session-1=forged", [], lambda g: True))
+    assert e.value.status == 401
+    bad = ["/version?watch=1", "/api/v1/namespaces/default/pods", "http://evil.example/api/v1/pods?watch=1",
+           "/api/v1/../../version?watch=1"]
+    got = asyncio.run(_mux(kdash, cookie, [{"id": i, "path": p} for i, p in enumerate(bad)],
+                           lambda g: len(g) == len(bad)))
+    assert all(g["end"] and g["status"] == 400 for g in got), got
+    # a view-bound ServiceAccount: secrets elsewhere are refused with RBAC's message; configmaps stream
+    vcookie = token_session(tdash, viewer_token)
+
+    def created(g: list[dict[str, Any]]) -> bool:
+        if len(g) == 1 and g[0].get("end"):
+            cluster.kubectl("create", "configmap", "via-mux")
+        return any(x.get("event", {}).get("object", {}).get("metadata", {}).get("name") == "via-mux" for x in g)
+
+    got = asyncio.run(_mux(tdash, vcookie, [
+        {"id": 1, "path": "/api/v1/namespaces/kube-system/secrets?watch=1"},
+        {"id": 2, "path": "/api/v1/namespaces/default/configmaps?watch=1"}], created))
+    end = next(g for g in got if g["id"] == 1)
+    assert end["end"] and end["status"] == 403
+    assert end["error"]["message"] == ('secrets is forbidden: User "system:serviceaccount:default:viewer" cannot '
+                                       'watch resource "secrets" in API group "" in the namespace "kube-system"')
+    assert any(g["id"] == 2 and g["event"]["type"] == "ADDED" for g in got)
+    cluster.kubectl("delete", "configmap", "via-mux")

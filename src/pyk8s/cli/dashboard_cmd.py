@@ -6,7 +6,17 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "add_server_flags", "run"]
+
+
+def add_server_flags(p: Any) -> None:
+    p.add_argument("--dashboard", action="store_true",
+                   help="also serve the web dashboard (`pyk8s dashboard --auth token` as a child process: each "
+                        "user signs in with a bearer token; docs/dashboard.md); `--disable dashboard` overrides it")
+    p.add_argument("--dashboard-address", default="127.0.0.1", metavar="ADDRESS",
+                   help="the dashboard's address (default 127.0.0.1)")
+    p.add_argument("--dashboard-port", type=int, default=9090, metavar="PORT",
+                   help="the dashboard's port (default 9090; 0 picks a free one)")
 
 
 def add_parser(sub: Any) -> None:

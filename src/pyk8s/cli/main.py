@@ -144,7 +144,8 @@ def _server_parser(sub: Any) -> None:
                         "local kubelet's device-plugin Registration and pod-resources sockets; docs/device-plugins.md), "
                         "metrics (the API server's /metrics and its request counting, for benchmarks: docs/metrics.md), "
                         "node-bootstrap (the kube-public/cluster-info ConfigMap, kubeadm's bootstrap RBAC and the "
-                        "bootstrapsigner and tokencleaner controllers: docs/node-bootstrap.md) "
+                        "bootstrapsigner and tokencleaner controllers: docs/node-bootstrap.md), dashboard (the web "
+                        "dashboard of --dashboard: docs/dashboard.md) "
                         "(repeatable)")
     from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
 
@@ -158,6 +159,9 @@ def _server_parser(sub: Any) -> None:
     from .dns_cmd import add_server_flags
 
     add_server_flags(p)
+    from .dashboard_cmd import add_server_flags as add_dashboard_flags
+
+    add_dashboard_flags(p)
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
