@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const out = join(here, "..", "src", "pyk8s", "dashboard", "static");
-const SOURCES = ["package.json", "package-lock.json", "build.mjs", "index.html", "src"];
+const SOURCES = ["package.json", "package-lock.json", "build.mjs", "index.html", "tsconfig.json", "src"];
 
 function files(p) {
   const st = statSync(p);

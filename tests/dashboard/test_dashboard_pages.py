@@ -126,6 +126,7 @@ def test_pending_pod_says_why(env: Env, dashboard: Dashboard, browser: Browser):
     link.click()
     msg = browser.find(".scheduling-message", timeout=30)
     assert "0/1 nodes are available" in msg.text and "Insufficient cpu" in msg.text, msg.text
+    assert browser.find(".scheduling-reasons li").text == "1 of 1 nodes: Insufficient cpu"
     assert "PodScheduled" in browser.text('table[aria-label="Conditions"]')
     browser.shot("pod-pending")
     env.delete_pod("too-big", grace=0)

@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 WEB = REPO / "web"
 STATIC = REPO / "src" / "pyk8s" / "dashboard" / "static"
-SOURCES = ("package.json", "package-lock.json", "build.mjs", "index.html", "src")
+SOURCES = ("package.json", "package-lock.json", "build.mjs", "index.html", "tsconfig.json", "src")
 
 
 def source_hash(web: Path) -> str:

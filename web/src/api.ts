@@ -53,8 +53,17 @@ export async function call<T = any>(method: string, path: string, opts: CallOpti
     headers["Content-Type"] = opts.contentType || "application/json";
     body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
   }
-  const res = await fetch(withQuery(path, opts.query), { method, headers, body, signal: opts.signal,
+  const send = () => fetch(withQuery(path, opts.query), { method, headers, body, signal: opts.signal,
     credentials: "same-origin" });
+  let res: Response;
+  try {
+    res = await send();
+  } catch (e) {
+    // Chromium drops open connections when any host interface changes (ERR_NETWORK_CHANGED; a
+    // node's pod veths do it): one more try for the methods that are safe to repeat
+    if (opts.signal?.aborted || !["GET", "PUT", "PATCH"].includes(method)) throw e;
+    res = await send();
+  }
   if (!res.ok) throw await errorFrom(res);
   const text = await res.text();
   return (text ? JSON.parse(text) : {}) as T;

@@ -17,6 +17,22 @@ function state(cs: Obj | undefined): string {
   return "";
 }
 
+// "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint {...}. preemption: ..."
+// as a list: how many nodes each reason rules out
+function SchedulingReasons({ message }: { message: string }) {
+  const m = /^(\d+)\/(\d+) nodes are available: (.*?)\.(?: preemption:|$)/.exec(message);
+  if (!m) return null;
+  const parts = m[3].split(/, (?=\d+ )/);
+  return (
+    <ul class="scheduling-reasons" aria-label="Nodes ruled out, by reason">
+      {parts.map((p) => {
+        const n = /^(\d+) (.*)$/.exec(p);
+        return <li key={p}>{n ? <><strong>{n[1]} of {m[2]} nodes:</strong> {n[2]}</> : p}</li>;
+      })}
+    </ul>
+  );
+}
+
 export function PodPage({ params }: PageProps) {
   const { namespace, name } = params;
   const pods = useList(resourcePath({ ...RES.pods, namespace }) + `?fieldSelector=metadata.name%3D${encodeURIComponent(name)}`);
@@ -47,7 +63,10 @@ export function PodPage({ params }: PageProps) {
         <section class="pending" aria-labelledby="why-pending">
           <h2 id="why-pending">Why is it Pending?</h2>
           {unschedulable.length ? unschedulable.slice(0, 1).map((e) => (
-            <p key={e.metadata.name} class="scheduling-message">{e.message}</p>))
+            <div key={e.metadata.name}>
+              <p class="scheduling-message">{e.message}</p>
+              <SchedulingReasons message={e.message || ""} />
+            </div>))
             : <p>{pod.spec?.nodeName ? `Bound to ${pod.spec.nodeName}: ${podStatus(pod)}` : "Not scheduled yet."}</p>}
         </section>
       )}
@@ -60,7 +79,7 @@ export function PodPage({ params }: PageProps) {
         <dt>Age</dt><dd>{age(pod.metadata.creationTimestamp)}</dd>
       </dl>
       <h2>Conditions</h2>
-      <Table label="Conditions" rows={pod.status?.conditions || []} rowKey={(c) => c.type} columns={[
+      <Table<Obj> label="Conditions" rows={pod.status?.conditions || []} rowKey={(c) => c.type} columns={[
         { id: "type", title: "Type", value: (c) => c.type },
         { id: "status", title: "Status", value: (c) => c.status,
           render: (c) => <Badge ok={c.status === "True"}>{c.status}</Badge> },
@@ -70,7 +89,7 @@ export function PodPage({ params }: PageProps) {
           render: (c) => age(c.lastTransitionTime), numeric: true },
       ]} />
       <h2>Containers</h2>
-      <Table label="Containers" rows={containers} rowKey={(c) => c.name} columns={[
+      <Table<Obj> label="Containers" rows={containers} rowKey={(c) => c.name} columns={[
         { id: "name", title: "Name", value: (c) => c.name + (c.init ? " (init)" : "") },
         { id: "image", title: "Image", value: (c) => c.image },
         { id: "ready", title: "Ready", value: (c) => (statuses.get(c.name)?.ready ? "yes" : "no") },
