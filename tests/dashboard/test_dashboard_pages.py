@@ -129,6 +129,9 @@ def test_pending_pod_says_why(env: Env, dashboard: Dashboard, browser: Browser):
     assert browser.find(".scheduling-reasons li").text == "1 of 1 nodes: Insufficient cpu"
     assert "PodScheduled" in browser.text('table[aria-label="Conditions"]')
     browser.shot("pod-pending")
+    browser.get(dashboard.base + "/#/overview")
+    warning = browser.find('table[aria-label="Warning events"] tbody tr', text="Pod/too-big")
+    assert "FailedScheduling" in warning.text
     env.delete_pod("too-big", grace=0)
 
 
@@ -229,3 +232,79 @@ def test_view_user_sees_no_edit_buttons_and_gets_rbacs_message(env: Env, browser
         assert env.pod("shell") is not None
     finally:
         tdash.stop()
+
+
+UNLABELLED = """
+const named = (el) => (el.textContent || '').trim() || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby');
+const bad = [];
+for (const el of document.querySelectorAll('input, select, textarea')) {
+  if (!(el.labels && el.labels.length) && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby'))
+    bad.push(el.outerHTML.slice(0, 120));
+}
+for (const el of document.querySelectorAll('button, a[href]')) if (!named(el)) bad.push(el.outerHTML.slice(0, 120));
+for (const el of document.querySelectorAll('table')) if (!el.getAttribute('aria-label')) bad.push('table');
+return bad;
+"""
+
+
+def test_every_page_is_labelled_and_works_from_the_keyboard(env: Env, dashboard: Dashboard, browser: Browser):
+    """Every form control has a label, every button and link a name, every table a label; the skip
+    link comes first; a table sorts from the keyboard (aria-sort follows)."""
+    from selenium.webdriver.common.keys import Keys
+
+    pages = ["/#/overview", "/#/workloads", "/#/pods", "/#/pods/default/shell", "/#/logs/default/shell",
+             "/#/exec/default/shell", "/#/yaml/_/v1/configmaps/default/settings", "/#/deployments/default/web"]
+    for page in pages:
+        browser.get(dashboard.base + page)
+        browser.find("main h1")
+        wait(lambda: not browser.all("main .muted") or "Loading" not in browser.text("main"), 10, "the page")
+        assert browser.driver.execute_script(UNLABELLED) == [], page
+    browser.get(dashboard.base + "/#/pods")
+    browser.find('table[aria-label="Pods"] tbody tr')
+    browser.driver.find_element("css selector", "body").send_keys(Keys.TAB)
+    assert browser.driver.switch_to.active_element.text == "Skip to content"
+    header = browser.find('table[aria-label="Pods"] th button[data-column="restarts"]')
+    header.send_keys(Keys.ENTER)
+    th = browser.find('table[aria-label="Pods"] th[aria-sort="ascending"]')
+    assert "Restarts" in th.text
+    browser.find('table[aria-label="Pods"] th button[data-column="restarts"]').send_keys(Keys.ENTER)
+    assert "Restarts" in browser.find('table[aria-label="Pods"] th[aria-sort="descending"]').text
+
+
+def test_workload_kinds_in_all_namespaces(env: Env, dashboard: Dashboard, browser: Browser):
+    """Jobs, CronJobs, StatefulSets and DaemonSets with their progress; "All namespaces" adds the
+    namespace column."""
+    pod = {"terminationGracePeriodSeconds": 1, "containers": [container("c", "exec sleep 3600")]}
+    labels = {"app": "kinds"}
+    env.api("POST", "/apis/batch/v1/namespaces/default/jobs", {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container("c", "echo done")]}}}})
+    env.api("POST", "/apis/batch/v1/namespaces/default/cronjobs", {
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 3 * * *", "suspend": True, "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [container("c", "true")]}}}}}})
+    env.api("POST", "/apis/apps/v1/namespaces/default/statefulsets", {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}},
+                 "template": {"metadata": {"labels": {"app": "db"}}, "spec": pod}}})
+    env.api("POST", "/apis/apps/v1/namespaces/default/daemonsets", {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": pod}}})
+    browser.get(dashboard.base + "/#/workloads")
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find("#namespace")).select_by_visible_text("All namespaces")
+    browser.find("main h1", text="Workloads")
+    assert browser.find("main h1").text == "Workloads"
+    rows = {
+        "Jobs": ("default/once", "1/1 succeeded"),
+        "CronJobs": ("default/nightly", "0 3 * * *"),
+        "StatefulSets": ("default/db", "1/1 ready"),
+        "DaemonSets": ("default/agent", "1/1 ready"),
+    }
+    for table, (key, text) in rows.items():
+        wait(lambda t=table, k=key, x=text: x in browser.find(f'table[aria-label="{t}"] tr[data-key="{k}"]').text,
+             60, f"{key} in {table}: {text}")
+    assert browser.find('table[aria-label="Deployments"] th button[data-column="namespace"]')
+    browser.shot("workloads-all-namespaces")
+    Select(browser.find("#namespace")).select_by_visible_text("default")

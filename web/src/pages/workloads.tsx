@@ -36,7 +36,7 @@ const progressCol = (kind: string): Column<Obj> => ({
   render: (o) => {
     const p = progress(kind, o);
     return <div class="progress"><Bar label={`Rollout of ${kind} ${o.metadata.name}`} used={p.done} total={p.total}
-      text={p.text} /></div>;
+      text={p.text} progress /></div>;
   },
 });
 
