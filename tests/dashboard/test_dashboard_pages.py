@@ -148,6 +148,27 @@ def test_logs_stream_as_the_pod_writes(env: Env, dashboard: Dashboard, browser: 
     browser.shot("logs")
 
 
+def test_logs_of_the_previous_instance_and_another_container(env: Env, dashboard: Dashboard, browser: Browser):
+    """The container picker and "Previous instance" (the container's last run before its restart)."""
+    script = ("n=$(cat /d/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /d/n; echo attempt-$n; "
+              "[ $n -ge 2 ] && exec sleep 3600; exit 1")
+    env.create(busybox_pod("crashy", "", volumes=[{"name": "d", "emptyDir": {}}], containers=[
+        container("main", script, volumeMounts=[{"name": "d", "mountPath": "/d"}]),
+        container("side", "echo from-side; exec sleep 3600")]))
+    env.wait_pod("crashy", lambda p: any(c["name"] == "main" and c.get("restartCount", 0) >= 1
+                                         and "running" in c.get("state", {})
+                                         for c in p.get("status", {}).get("containerStatuses", [])), 60)
+    browser.get(dashboard.base + "/#/logs/default/crashy")
+    wait(lambda: "attempt-2" in browser.find("#log-text").text, 20, "the current instance's log")
+    browser.find("#log-previous").click()
+    wait(lambda: browser.find("#log-text").text.strip() == "attempt-1", 20, "the previous instance's log")
+    browser.find("#log-previous").click()
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find("#log-container")).select_by_visible_text("side")
+    wait(lambda: browser.find("#log-text").text.strip() == "from-side", 20, "the other container's log")
+
+
 def test_terminal_runs_echo_hi_in_a_runc_pod(env: Env, dashboard: Dashboard, browser: Browser):
     env.create(busybox_pod("shell", "exec sleep 3600"))
     env.wait_running("shell", 60)
@@ -163,6 +184,21 @@ def test_terminal_runs_echo_hi_in_a_runc_pod(env: Env, dashboard: Dashboard, bro
     browser.shot("terminal")
     browser.find(".xterm-helper-textarea").send_keys("exit\n")
     wait(lambda: browser.find("#exec-state").text == "session ended", 20, "the session to end")
+
+
+def test_pod_deleted_from_its_page_after_confirmation(env: Env, dashboard: Dashboard, browser: Browser):
+    env.create(busybox_pod("doomed", "exec sleep 3600"))
+    browser.get(dashboard.base + "/#/pods/default/doomed")
+    browser.find('button[data-action="delete"]').click()
+    dialog = browser.find("dialog.confirm[open]")
+    assert "Pod doomed in namespace default will be deleted." in dialog.text
+    browser.find("dialog.confirm[open] .actions button", text="Cancel").click()
+    assert env.pod("doomed") is not None
+    browser.find('button[data-action="delete"]').click()
+    _dialog_confirm(browser)
+    browser.find("main h1", text="Pods")  # back to the list
+    wait(lambda: env.kubectl("get", "pod", "doomed", "--ignore-not-found", "-o", "name") == "" or
+         env.pod("doomed")["metadata"].get("deletionTimestamp"), 20, "the pod deleted")
 
 
 def test_yaml_edit_is_dry_run_then_diffed_then_applied(env: Env, dashboard: Dashboard, browser: Browser):
@@ -222,6 +258,9 @@ def test_view_user_sees_no_edit_buttons_and_gets_rbacs_message(env: Env, browser
         wait(lambda: "mode:" in browser.find("#yaml-text").get_attribute("value"), 10, "the YAML")
         assert browser.find("#yaml-text").get_attribute("readonly") is not None
         assert browser.absent("#yaml-review")
+        browser.get(tdash.base + "/#/exec/default/shell")
+        assert "create pods/exec" in browser.find("#exec-denied").text
+        assert browser.absent("form.toolbar button.primary")
         answer = browser.driver.execute_async_script(
             "const done = arguments[0];"
             "fetch('/api/v1/namespaces/default/pods/shell', {method: 'DELETE', headers: {'X-Pyk8s-Dashboard': '1'}})"

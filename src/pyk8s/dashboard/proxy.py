@@ -43,7 +43,7 @@ async def proxy_request(request: web.Request, upstream: Upstream, session: Sessi
     out: web.StreamResponse | None = None
     try:
         async with upstream.client.request(request.method, upstream.url(request.raw_path), headers=headers,
-                                           data=body, allow_redirects=False) as resp:
+                                           data=body, allow_redirects=False, server_hostname=upstream.server_hostname) as resp:
             out = web.StreamResponse(status=resp.status, reason=resp.reason)
             for k in FORWARD_RESPONSE_HEADERS:
                 if (v := resp.headers.get(k)) is not None:
@@ -69,7 +69,7 @@ async def _proxy_websocket(request: web.Request, upstream: Upstream, session: Se
     try:
         api_ws = await upstream.client.ws_connect(upstream.url(request.raw_path), protocols=protocols,
                                                   headers=upstream.credentials(session), autoping=True,
-                                                  max_msg_size=0)
+                                                  max_msg_size=0, server_hostname=upstream.server_hostname)
     except aiohttp.WSServerHandshakeError as e:
         # the API's refusal (403 from RBAC, 404, 400): its status and text, as the page can show them
         return status_response(e.status, "Forbidden" if e.status == 403 else "BadRequest",

@@ -123,7 +123,7 @@ class DashboardServer:
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    **self.upstream.credentials(session)}
         async with self.upstream.client.post(self.upstream.url(SELF_SUBJECT_REVIEW), data=json.dumps(body),
-                                             headers=headers) as resp:
+                                             headers=headers, server_hostname=self.upstream.server_hostname) as resp:
             try:
                 answer = json.loads(await resp.read())
             except ValueError:

@@ -25,6 +25,7 @@ class Upstream:
     # the kubeconfig's own credentials (kubeconfig mode); empty in token mode
     identity_headers: dict[str, str] = field(default_factory=dict)
     token_mode: bool = False
+    server_hostname: str | None = None  # the kubeconfig's tls-server-name
     client: aiohttp.ClientSession | None = None
 
     async def start(self) -> None:
@@ -51,7 +52,8 @@ class Upstream:
 
 def from_kubeconfig(path: str, context: str | None = None) -> Upstream:
     kc = load_kubeconfig(path, context)
-    return Upstream(kc.server.rstrip("/"), kc.ssl_client_context(), kc.auth_headers())
+    return Upstream(kc.server.rstrip("/"), kc.ssl_client_context(), kc.auth_headers(),
+                    server_hostname=kc.tls_server_name)
 
 
 def for_tokens(server: str, ca_file: str | None, insecure: bool = False) -> Upstream:

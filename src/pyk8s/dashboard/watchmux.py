@@ -62,7 +62,7 @@ async def watch_mux(request: web.Request, upstream: Upstream, session: Session) 
         end: dict[str, Any] = {"id": wid, "end": True}
         try:
             headers = {"Accept": "application/json", **upstream.credentials(session)}
-            async with client.get(upstream.url(path), headers=headers) as resp:
+            async with client.get(upstream.url(path), headers=headers, server_hostname=upstream.server_hostname) as resp:
                 end["status"] = resp.status
                 if resp.status != 200:
                     body = await resp.read()

@@ -5,6 +5,7 @@ import { Terminal } from "@xterm/xterm";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { RES, resourcePath, withQuery } from "../api";
 import { Loading } from "../components/misc";
+import { useCan } from "../rbac";
 import { href } from "../router";
 import type { PageProps } from "../routes";
 import { useList } from "../store";
@@ -22,6 +23,8 @@ export function TerminalPage({ params }: PageProps) {
   const [state, setState] = useState("");
   const box = useRef<HTMLDivElement>(null);
   const chosen = container || names[0] || "";
+  // exec is `create` on pods/exec: without it the API refuses the upgrade, so say so up front
+  const mayExec = useCan({ verb: "create", group: "", resource: "pods", subresource: "exec", namespace, name });
 
   useEffect(() => {
     if (!session || !chosen || !box.current) return;
@@ -94,9 +97,10 @@ export function TerminalPage({ params }: PageProps) {
         </select>
         <label for="exec-command">Command</label>
         <input id="exec-command" value={command} onInput={(e) => setCommand((e.target as HTMLInputElement).value)} />
-        <button type="submit" class="primary" disabled={!chosen}>{session ? "Reconnect" : "Connect"}</button>
+        {mayExec && <button type="submit" class="primary" disabled={!chosen}>{session ? "Reconnect" : "Connect"}</button>}
         <span class="muted" id="exec-state" aria-live="polite">{state}</span>
       </form>
+      {!mayExec && <p class="muted" id="exec-denied">RBAC does not let you exec into this pod (create pods/exec).</p>}
       <div class="terminal" ref={box} aria-label="Terminal" />
     </div>
   );
