@@ -60,8 +60,28 @@ def test_overview_shows_nodes_with_allocation_and_namespaces(env: Env, dashboard
     wait(lambda: abs(float(browser.find(f'[aria-label="CPU requested on {env.node}"]')
                            .get_attribute("aria-valuenow")) - before - 0.25) < 1e-6, 20, "the pod's CPU request")
     assert "Ready" in row.text
+    # a node with GPUs (an object only: no kubelet) and a pod bound to it holding one GPU and 4 GiB shares
+    env.api("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node"},
+                                      "spec": {"taints": [{"key": "gpu", "value": "only", "effect": "NoSchedule"}]}})
+    gpus = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "2", "aliyun.com/gpu-mem": "32"}
+    env.api("PATCH", "/api/v1/nodes/gpu-node/status", {"status": {"capacity": gpus, "allocatable": gpus}},
+            {"Content-Type": "application/merge-patch+json"})
+    want = {"nvidia.com/gpu": "1", "aliyun.com/gpu-mem": "4"}
+    env.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-gpu"},
+                "spec": {"nodeName": "gpu-node", "tolerations": [{"key": "gpu", "operator": "Exists"}],
+                         "containers": [{"name": "c", "image": "busybox:e2e",
+                                         "resources": {"requests": want, "limits": want}}]}})
+    gpu = browser.find('[aria-label="GPUs requested on gpu-node"]', timeout=20)
+    wait(lambda: browser.find('[aria-label="GPUs requested on gpu-node"]').get_attribute("aria-valuetext") == "1 / 2",
+         20, "1 of 2 GPUs")
+    assert browser.find('[aria-label="GPU memory requested on gpu-node"]').get_attribute("aria-valuetext") == "4 / 32"
+    gpu_row = browser.find('table[aria-label="Nodes"] tr[data-key="gpu-node"]').text
+    assert "gpu=only:NoSchedule" in gpu_row and "Ready=Unknown" in gpu_row
+    assert gpu is not None and browser.absent(f'[aria-label="GPUs requested on {env.node}"]')
     browser.shot("overview")
     assert not browser.console_errors()
+    env.delete_pod("on-gpu", grace=0)  # no kubelet there to confirm a graceful deletion
+    env.api("DELETE", "/api/v1/nodes/gpu-node")
 
 
 def _deployment(name: str, replicas: int = 1) -> dict[str, Any]:

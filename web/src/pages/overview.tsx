@@ -34,7 +34,9 @@ export function allocation(nodes: Obj[], pods: Obj[]): Map<string, Record<string
 }
 
 function conditions(n: Obj) {
-  return (n.status?.conditions || []).map((c: Obj) => {
+  const list: Obj[] = n.status?.conditions || [];
+  if (!list.some((c) => c.type === "Ready")) return <Badge ok={null}>Ready=Unknown</Badge>;
+  return list.map((c: Obj) => {
     // Ready should be True; the pressure conditions should be False
     const good = c.type === "Ready" ? c.status === "True" : c.status === "False";
     if (c.type !== "Ready" && good) return null;
