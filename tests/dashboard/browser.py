@@ -88,6 +88,11 @@ class Dashboard:
         for line in self.proc.stdout:
             self.output.append(line)
 
+    def errors(self) -> str:
+        """What the dashboard logged as an error (a traceback is a bug: bad input gets a Status)."""
+        text = "".join(self.output)
+        return text if "Traceback" in text or "Error handling request" in text else ""
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()

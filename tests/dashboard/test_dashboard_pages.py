@@ -33,6 +33,7 @@ def dashboard(env: Env):
     d = Dashboard(env.cluster.kubeconfig).start()
     yield d
     d.stop()
+    assert not d.errors()
 
 
 @pytest.fixture(scope="module")
@@ -291,6 +292,7 @@ def test_view_user_sees_no_edit_buttons_and_gets_rbacs_message(env: Env, browser
         assert env.pod("shell") is not None
     finally:
         tdash.stop()
+    assert not tdash.errors()
 
 
 UNLABELLED = """

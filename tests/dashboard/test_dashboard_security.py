@@ -42,6 +42,7 @@ def kdash(cluster: Cluster):
     d = Dashboard(cluster.kubeconfig).start()
     yield d
     d.stop()
+    assert not d.errors()
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +50,7 @@ def tdash(cluster: Cluster):
     d = Dashboard(cluster.kubeconfig, auth="token").start()
     yield d
     d.stop()
+    assert not d.errors()
 
 
 @pytest.fixture(scope="module")
@@ -199,8 +201,9 @@ def test_bad_token_is_refused_with_the_apis_401(tdash: Dashboard):
         r = request(tdash, "POST", "/dashboard/login", CSRF, {"token": token})
         assert r.status == 401 and "Set-Cookie" not in r.headers
         assert status_of(r)["message"] == "Unauthorized"
-    r = request(tdash, "POST", "/dashboard/login", CSRF, {"token": ""})
-    assert r.status == 400
+    for body in ({"token": ""}, {"token": 5}, {"token": "a b"}, {"token": "x" * 20000}, [1], "not json", b"\xff"):
+        r = request(tdash, "POST", "/dashboard/login", CSRF, body)
+        assert r.status == 400 and status_of(r)["reason"] == "BadRequest", (body, r.body)
     # no secret URL opens a token-mode dashboard
     assert request(tdash, "GET", "/?secret=anything").status == 401
     r = request(tdash, "GET", "/dashboard/session")

@@ -43,7 +43,8 @@ async def proxy_request(request: web.Request, upstream: Upstream, session: Sessi
     out: web.StreamResponse | None = None
     try:
         async with upstream.client.request(request.method, upstream.url(request.raw_path), headers=headers,
-                                           data=body, allow_redirects=False, server_hostname=upstream.server_hostname) as resp:
+                                           data=body, allow_redirects=False,
+                                           server_hostname=upstream.server_hostname) as resp:
             out = web.StreamResponse(status=resp.status, reason=resp.reason)
             for k in FORWARD_RESPONSE_HEADERS:
                 if (v := resp.headers.get(k)) is not None:
@@ -56,9 +57,12 @@ async def proxy_request(request: web.Request, upstream: Upstream, session: Sessi
                 await out.write(chunk)
             await out.write_eof()
             return out
-    except (TimeoutError, aiohttp.ClientConnectionError) as e:
-        if out is not None and out.prepared:  # the page's stream ends; it reconnects
-            raise ConnectionResetError(str(e)) from e
+    except (TimeoutError, ConnectionResetError, aiohttp.ClientConnectionError) as e:
+        if out is not None and out.prepared:
+            # the page went away, or the API ended the stream: either way this response is over
+            # (a watch's page reconnects from its last resourceVersion)
+            log.debug("stream %s ended: %s", request.path, e)
+            return out
         return status_response(503, "ServiceUnavailable", f"the API server cannot be reached: {e}")
 
 
