@@ -183,6 +183,15 @@ def test_cross_origin_websocket_is_refused(kdash: Dashboard):
     assert r.status == 404, r.body
 
 
+def test_static_files_stay_in_the_bundle(kdash: Dashboard):
+    """No path leads out of the packaged static/ folder (the dashboard's own source and keys beside it)."""
+    assert request(kdash, "GET", "/static/app.js").status == 200
+    for path in ("/static/..", "/static/.", "/static/../server.py", "/static/%2e%2e/server.py",
+                 "/static/..%2fserver.py", "/static/%2e%2e%2f__init__.py", "/static//etc/passwd"):
+        r = request(kdash, "GET", path)
+        assert r.status == 404 and b"import" not in r.body, (path, r.status)
+
+
 def test_security_headers_on_every_answer(kdash: Dashboard):
     cookie = signed_in(kdash)
     for path, headers in (("/", {}), ("/static/app.js", {}), ("/api/v1/namespaces", {"Cookie": cookie}),
