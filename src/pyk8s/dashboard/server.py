@@ -144,8 +144,9 @@ class DashboardServer:
                 code, answer = await self._self_subject_review(session)
             except aiohttp.ClientError as e:
                 return status_response(503, "ServiceUnavailable", f"the API server cannot be reached: {e}")
-            if code == 201 or code == 200:
-                session.user = dict(answer.get("status", {}).get("userInfo") or {})
+            review = answer.get("status")
+            if code in (200, 201) and isinstance(review, dict) and isinstance(review.get("userInfo"), dict):
+                session.user = dict(review["userInfo"])
         return web.json_response({"mode": self.config.auth, "user": session.user},
                                  headers={"Cache-Control": "no-store"})
 
@@ -170,7 +171,9 @@ class DashboardServer:
         if code not in (200, 201, 403):  # 403: authenticated, but may not review itself
             return status_response(code if code >= 400 else 502, str(answer.get("reason") or "InternalError"),
                                    str(answer.get("message") or f"the API server answered {code}"))
-        session = self.sessions.create(token.strip(), answer.get("status", {}).get("userInfo") or {})
+        review = answer.get("status") if code != 403 else None  # a 403's "status" is the Status' "Failure"
+        user = review.get("userInfo") if isinstance(review, dict) else None
+        session = self.sessions.create(token.strip(), user if isinstance(user, dict) else {})
         resp = web.json_response({"mode": "token", "user": session.user}, headers={"Cache-Control": "no-store"})
         self._set_cookie(resp, session)
         return resp
