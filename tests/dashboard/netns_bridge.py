@@ -71,6 +71,7 @@ class NetnsBridge:
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name=self.name)
         self._thread.start()
         self.exposed_in: set[int] = set()
+        self._conns: dict[asyncio.StreamWriter, int] = {}  # the page side of each bridged connection: port
 
     def _call(self, coro: Any) -> Any:
         f: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -89,8 +90,23 @@ class NetnsBridge:
                 writer.close()
 
     async def _join(self, r1: asyncio.StreamReader, w1: asyncio.StreamWriter, r2: asyncio.StreamReader,
-                    w2: asyncio.StreamWriter) -> None:
-        await asyncio.gather(self._pipe(r1, w2), self._pipe(r2, w1))
+                    w2: asyncio.StreamWriter, port: int = 0) -> None:
+        self._conns[w1] = port
+        try:
+            await asyncio.gather(self._pipe(r1, w2), self._pipe(r2, w1))
+        finally:
+            self._conns.pop(w1, None)
+
+    def drop(self, port: int) -> int:
+        """Cut every open connection the browser has to the host's `port` (as a network change would);
+        how many were cut."""
+        async def cut() -> int:
+            victims = [w for w, p in self._conns.items() if p == port]
+            for w in victims:
+                w.transport.abort()
+            return len(victims)
+
+        return int(self._call(cut()))
 
     def expose_in(self, port: int) -> None:
         """The namespace's 127.0.0.1:port forwards to the host's 127.0.0.1:port."""
@@ -114,7 +130,7 @@ class NetnsBridge:
                 except OSError:
                     w.close()
                     return
-                await self._join(r, w, r2, w2)
+                await self._join(r, w, r2, w2, port)
 
             self._servers.append(await asyncio.start_server(on, sock=sock))
 

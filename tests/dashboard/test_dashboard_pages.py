@@ -167,6 +167,19 @@ def test_logs_stream_as_the_pod_writes(env: Env, dashboard: Dashboard, browser: 
     wait(lambda: f"line-{last + 5}" in browser.find("#log-text").text, 20, f"line-{last + 5}")
     assert browser.find("#log-state").text == "streaming"
     browser.shot("logs")
+    # the connections drop (as Chromium drops them when a pod's veth appears): the stream resumes
+    # where it stopped, no line lost or shown twice, and the page's watches come back too
+    assert browser.bridge.drop(dashboard.port) >= 2  # the log stream and the watch socket
+    seen = len(browser.find("#log-text").text.split())
+    wait(lambda: len(browser.find("#log-text").text.split()) > seen + 5, 20, "lines after the drop")
+    lines = browser.find("#log-text").text.split()
+    assert lines == [f"line-{i}" for i in range(len(lines))], lines
+    browser.get(dashboard.base + "/#/pods")
+    browser.find('table[aria-label="Pods"] tr[data-key="default/logger"]')
+    assert browser.bridge.drop(dashboard.port) >= 1  # the watch socket
+    env.create(busybox_pod("after-drop", "exec sleep 3600"))
+    browser.find('table[aria-label="Pods"] tr[data-key="default/after-drop"]', timeout=30)
+    env.delete_pod("after-drop", grace=0)
 
 
 def test_logs_of_the_previous_instance_and_another_container(env: Env, dashboard: Dashboard, browser: Browser):

@@ -1,6 +1,6 @@
 // A pod's logs: container picker, follow (streams as the container writes), previous instance.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { CSRF_HEADERS, errorFrom, RES, resourcePath, withQuery } from "../api";
+import { ApiError, CSRF_HEADERS, errorFrom, RES, resourcePath, withQuery } from "../api";
 import { Loading } from "../components/misc";
 import { containerNames } from "../k8s/pods";
 import { href } from "../router";
@@ -9,6 +9,12 @@ import { useList } from "../store";
 
 // what the page keeps (a chatty container must not eat the browser's memory)
 const MAX_CHARS = 2_000_000;
+
+// RFC 3339 timestamps with 9 fraction digits, so that they compare as strings
+function normalize(ts: string): string {
+  const m = /^(.*?)(?:\.(\d+))?Z$/.exec(ts);
+  return m ? `${m[1]}.${(m[2] || "").padEnd(9, "0")}Z` : ts;
+}
 
 export function LogsPage({ params }: PageProps) {
   const { namespace, name } = params;
@@ -26,30 +32,69 @@ export function LogsPage({ params }: PageProps) {
   useEffect(() => {
     if (!chosen) return;
     const abort = new AbortController();
+    const streaming = follow && !previous;
     let buf = "";
+    // where a followed stream resumes after a dropped connection (ERR_NETWORK_CHANGED on a machine
+    // running pods): the last line's timestamp, and how many lines carried it
+    let lastTs = "";
+    let atLast = 0;
     setText("");
-    setState(follow && !previous ? "streaming" : "loading");
-    const path = withQuery(resourcePath({ ...RES.pods, namespace, name, subresource: "log" }), {
-      container: chosen, follow: follow && !previous ? "true" : undefined, previous: previous ? "true" : undefined,
-      tailLines: "5000",
-    });
-    (async () => {
-      try {
-        const res = await fetch(path, { headers: CSRF_HEADERS, signal: abort.signal });
-        if (!res.ok || !res.body) throw await errorFrom(res);
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buf += value;
-          if (buf.length > MAX_CHARS) buf = buf.slice(buf.length - MAX_CHARS);
-          setText(buf);
+    setState(streaming ? "streaming" : "loading");
+    const base = resourcePath({ ...RES.pods, namespace, name, subresource: "log" });
+    const show = (line: string) => {
+      buf += line;
+      if (buf.length > MAX_CHARS) buf = buf.slice(buf.length - MAX_CHARS);
+    };
+    const once = async (resume: boolean) => {
+      const path = withQuery(base, {
+        container: chosen, follow: streaming ? "true" : undefined, previous: previous ? "true" : undefined,
+        timestamps: "true", ...(resume ? { sinceTime: lastTs.replace(/\.\d+Z$/, "Z") } : { tailLines: "5000" }),
+      });
+      const res = await fetch(path, { headers: CSRF_HEADERS, signal: abort.signal });
+      if (!res.ok || !res.body) throw await errorFrom(res);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let skip = resume ? atLast : 0;
+      let partial = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        partial += value;
+        let nl: number;
+        while ((nl = partial.indexOf("\n")) >= 0) {
+          const line = partial.slice(0, nl + 1);
+          partial = partial.slice(nl + 1);
+          const sp = line.indexOf(" ");
+          const ts = normalize(line.slice(0, sp));
+          if (resume && ts < lastTs) continue; // sinceTime has whole seconds: lines already shown
+          if (resume && ts === lastTs && skip > 0) {
+            skip--;
+            continue;
+          }
+          atLast = ts === lastTs ? atLast + 1 : 1;
+          lastTs = ts;
+          show(line.slice(sp + 1));
         }
-        setState("ended");
-      } catch (e) {
-        if (!abort.signal.aborted) {
+        setText(buf);
+      }
+    };
+    (async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await once(attempt > 0 && lastTs !== "");
+          setState("ended");
+          return;
+        } catch (e) {
+          if (abort.signal.aborted) return;
+          // a dropped stream (not the API's refusal) is picked up again where it stopped
+          if (streaming && !(e instanceof ApiError) && attempt < 20) {
+            setState("reconnecting");
+            await new Promise((r) => setTimeout(r, 500));
+            setState("streaming");
+            continue;
+          }
           setState("error");
           setText(buf + (buf ? "\n" : "") + (e instanceof Error ? e.message : String(e)));
+          return;
         }
       }
     })();
