@@ -15,6 +15,7 @@ reaches the namespace's (chromedriver, which runs inside with the browser).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import ctypes
 import os
@@ -65,6 +66,8 @@ class NetnsBridge:
         self.name = f"dash-br-{uuid.uuid4().hex[:8]}"
         self.path = f"/run/netns/{self.name}"
         subprocess.run(["ip", "netns", "add", self.name], check=True)
+        # removed at exit too, should the test process end without close() (interrupted, timed out)
+        atexit.register(subprocess.run, ["ip", "netns", "del", self.name], check=False, stderr=subprocess.DEVNULL)
         subprocess.run(["ip", "-n", self.name, "link", "set", "lo", "up"], check=True)
         self.loop = asyncio.new_event_loop()
         self._servers: list[asyncio.base_events.Server] = []
@@ -186,4 +189,4 @@ class NetnsBridge:
             self._call(stop())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
-        subprocess.run(["ip", "netns", "del", self.name], check=False)
+        subprocess.run(["ip", "netns", "del", self.name], check=False, stderr=subprocess.DEVNULL)
