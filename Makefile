@@ -6,9 +6,15 @@ DATA   ?= ./data
 # pytest workers: slow groups run in parallel where safe
 WORKERS ?= 2
 
-.PHONY: run test bench lint setup system venv clean protos
+.PHONY: run test bench lint setup setup-test system system-test venv clean protos dashboard
 
 setup: system venv
+
+# make test's setup also installs what only tests use (headless Chromium for the dashboard's tests)
+setup-test: system-test venv
+
+system-test:
+	@bash scripts/setup-system.sh --test
 
 system:
 	@bash scripts/setup-system.sh
@@ -22,7 +28,7 @@ $(VENV)/.installed: pyproject.toml
 run: setup
 	@$(BIN)/pyk8s server --data-dir $(DATA)
 
-test: setup
+test: setup-test
 	@$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests
 
 bench: setup
@@ -36,6 +42,10 @@ lint: venv
 PROTOS := $(wildcard src/pyk8s/deviceplugin/api/*.proto src/pyk8s/dra/api/*.proto)
 protos: venv
 	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --grpc_python_out=src --pyi_out=src $(PROTOS)
+
+# the dashboard's front-end (web/) built into src/pyk8s/dashboard/static/, which is committed
+dashboard:
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 clean:
 	rm -rf $(VENV) $(DATA) .pytest_cache

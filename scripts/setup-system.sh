@@ -17,6 +17,13 @@ declare -A PROBE=(
   [util-linux]=/usr/bin/nsenter
   [conntrack]=/usr/sbin/conntrack
 )
+# only for `make test` (setup-system.sh --test): the dashboard's browser tests drive a headless Chromium
+if [ "${1:-}" = "--test" ]; then
+  PROBE+=(
+    [chromium]=/usr/bin/chromium
+    [chromium-driver]=/usr/bin/chromedriver
+  )
+fi
 
 missing=()
 for pkg in "${!PROBE[@]}"; do

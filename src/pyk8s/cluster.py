@@ -267,6 +267,11 @@ async def start_components(server: Any, args: Any) -> list[Any]:
             start_local_agent = None  # type: ignore[assignment]
         if start_local_agent is not None:
             started.append(await start_local_agent(server, args, component_client))
+    if getattr(args, "dashboard", False) and "dashboard" not in disabled:
+        from .dashboard import embedded as dashboard
+
+        if (dash := dashboard.start(server, args)) is not None:
+            started.append(dash)
     if "ingress" not in disabled:
         write_ingress_kubeconfig(server)
         if not getattr(args, "disable_agent", False):

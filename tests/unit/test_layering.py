@@ -21,12 +21,13 @@ PKG = SRC / "pyk8s"
 # Below the API server: the packages, and the top-level modules they use.
 LOWER = ("api", "storage", "client", "controllers", "scheduler", "kubelet", "sim", "proxy", "dns", "ingress", "netpol",
          "flannel", "metricsserver", "deviceplugin", "quota", "streaming", "pki.py", "datadir.py", "tlsdefaults.py",
-         "klog.py")
+         "klog.py", "dashboard")
 # What none of them may import.
 FORBIDDEN = ("pyk8s.apiserver", "pyk8s.cluster", "pyk8s.cli")
 # The API server's clients, which it may not import (nor the assembly above it).
 COMPONENTS = ("pyk8s.controllers", "pyk8s.scheduler", "pyk8s.kubelet", "pyk8s.proxy", "pyk8s.dns", "pyk8s.sim",
-              "pyk8s.ingress", "pyk8s.netpol", "pyk8s.metricsserver", "pyk8s.deviceplugin", "pyk8s.cluster", "pyk8s.cli")
+              "pyk8s.ingress", "pyk8s.netpol", "pyk8s.metricsserver", "pyk8s.deviceplugin", "pyk8s.cluster", "pyk8s.cli",
+              "pyk8s.dashboard")
 
 
 def _package(path: Path) -> list[str]:

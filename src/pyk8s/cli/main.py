@@ -144,7 +144,8 @@ def _server_parser(sub: Any) -> None:
                         "local kubelet's device-plugin Registration and pod-resources sockets; docs/device-plugins.md), "
                         "metrics (the API server's /metrics and its request counting, for benchmarks: docs/metrics.md), "
                         "node-bootstrap (the kube-public/cluster-info ConfigMap, kubeadm's bootstrap RBAC and the "
-                        "bootstrapsigner and tokencleaner controllers: docs/node-bootstrap.md) "
+                        "bootstrapsigner and tokencleaner controllers: docs/node-bootstrap.md), dashboard (the web "
+                        "dashboard of --dashboard: docs/dashboard.md) "
                         "(repeatable)")
     from .metrics_server_cmd import add_server_flags as add_metrics_server_flags
 
@@ -158,6 +159,9 @@ def _server_parser(sub: Any) -> None:
     from .dns_cmd import add_server_flags
 
     add_server_flags(p)
+    from .dashboard_cmd import add_server_flags as add_dashboard_flags
+
+    add_dashboard_flags(p)
     p.add_argument("--in-process-scheduler", action="store_true",
                    help="run the scheduler on this process's event loop instead of as its own "
                         "`pyk8s scheduler` process (one core for everything; less memory)")
@@ -221,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import gpu_cmd
 
     gpu_cmd.add_parser(sub)
+    from . import dashboard_cmd
+
+    dashboard_cmd.add_parser(sub)
     from . import device_plugin_cmd
 
     device_plugin_cmd.add_parser(sub)
@@ -263,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         return netpol_cmd.run(args)
     if args.command == "gpu":
         return gpu_cmd.run(args)
+    if args.command == "dashboard":
+        return dashboard_cmd.run(args)
     if args.command == "device-plugin":
         return device_plugin_cmd.run(args)
     if args.command == "dra-driver":
