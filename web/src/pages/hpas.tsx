@@ -109,6 +109,7 @@ function HpaCard({ hpa, events, now, mayMetrics }: { hpa: Obj; events: Obj[]; no
         {history.length} sample{history.length === 1 ? "" : "s"}, one per status change seen while this page was open;
         kept in this browser tab until it is closed.
       </p>
+      <h3>Conditions</h3>
       <Table<Obj> label={`Conditions of ${name}`} rows={s.conditions || []} rowKey={(c) => c.type} columns={[
         { id: "type", title: "Condition", value: (c) => c.type, render: condition },
         { id: "reason", title: "Reason", value: (c) => c.reason || "" },
@@ -116,6 +117,7 @@ function HpaCard({ hpa, events, now, mayMetrics }: { hpa: Obj; events: Obj[]; no
         { id: "since", title: "Since", value: (c) => ageSeconds(c.lastTransitionTime),
           render: (c) => age(c.lastTransitionTime), numeric: true },
       ]} empty="No conditions yet." />
+      <h3>Recent events</h3>
       <Table label={`Events of ${name}`} rows={mine} rowKey={objKey} initialSort="age" empty="No events." columns={[
         { id: "age", title: "Age", value: (e) => ageSeconds(evTime(e)), render: (e) => age(evTime(e)), numeric: true },
         { id: "type", title: "Type", value: (e) => e.type },
