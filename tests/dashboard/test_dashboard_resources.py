@@ -303,3 +303,42 @@ def test_admin_gets_delete_buttons_that_work(cluster: Cluster, dashboard: Dashbo
     wait(lambda: cluster.kubectl("get", "service", "doomed", "--ignore-not-found", "-o", "name").stdout == "", 20,
          "the Service deleted")
     wait(lambda: browser.absent('tr[data-key="default/doomed"]'), 20, "its row gone")
+
+
+def kubectl_targets(cluster: Cluster, name: str) -> str:
+    """The TARGETS column of `kubectl get hpa NAME` (cut at the header's column starts: it holds spaces)."""
+    header, row = cluster.kubectl("get", "hpa", name).stdout.splitlines()[:2]
+    return row[header.index("TARGETS"):header.index("MINPODS")].strip()
+
+
+def test_every_metric_type_reads_as_kubectl_prints_it(cluster: Cluster, dashboard: Dashboard,
+                                                       browser: Browser) -> None:
+    """Resource by AverageValue, Pods, Object by Value and External by AverageValue, before any reading:
+    the page's Targets match kubectl's TARGETS column for each HPA (two metrics each: kubectl cuts the
+    rest to "+ N more...")."""
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "absent"}
+    metrics = {
+        "kinds-a": [{"type": "Resource", "resource": {"name": "memory", "target": {
+                        "type": "AverageValue", "averageValue": "100Mi"}}},
+                    {"type": "Pods", "pods": {"metric": {"name": "packets"}, "target": {
+                        "type": "AverageValue", "averageValue": "1k"}}}],
+        "kinds-b": [{"type": "Object", "object": {"metric": {"name": "requests"}, "describedObject": {
+                        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "main"},
+                        "target": {"type": "Value", "value": "10k"}}},
+                    {"type": "External", "external": {"metric": {"name": "queue"}, "target": {
+                        "type": "AverageValue", "averageValue": "30"}}}],
+    }
+    for name, ms in metrics.items():
+        apply(cluster, {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": name},
+                        "spec": {"scaleTargetRef": ref, "maxReplicas": 3, "metrics": ms}})
+    open_page(browser, dashboard, "/hpas")
+    for name in metrics:
+        want = kubectl_targets(cluster, name)
+        assert want.count("<unknown>") == 2, want
+        wait(lambda n=name, w=want: browser.find(f'tr[data-key="default/{n}"] td[data-column="targets"]').text == w,
+             15, f"{name}'s targets {want!r}")
+    # the target cannot be read: the controller says why, and the page shows it
+    card = 'article.hpa-card[data-key="default/kinds-a"]'
+    wait(lambda: "FailedGetScale" in browser.text(f'{card} table[aria-label="Conditions of kinds-a"]'), 30,
+         "AbleToScale=False/FailedGetScale")
+    assert "AbleToScale=False" in browser.text(f'{card} table[aria-label="Conditions of kinds-a"]')
