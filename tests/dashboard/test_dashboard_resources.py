@@ -342,3 +342,11 @@ def test_every_metric_type_reads_as_kubectl_prints_it(cluster: Cluster, dashboar
     wait(lambda: "FailedGetScale" in browser.text(f'{card} table[aria-label="Conditions of kinds-a"]'), 30,
          "AbleToScale=False/FailedGetScale")
     assert "AbleToScale=False" in browser.text(f'{card} table[aria-label="Conditions of kinds-a"]')
+    # from the keyboard: Enter on an HPA's name moves focus to its card
+    from selenium.webdriver.common.keys import Keys
+
+    link = browser.find('table[aria-label="HorizontalPodAutoscalers"] tr[data-key="default/kinds-b"] a')
+    link.send_keys(Keys.ENTER)
+    focused = browser.driver.switch_to.active_element
+    assert focused.get_attribute("id") == link.get_attribute("href").rsplit("#", 1)[1]
+    assert focused.text.startswith("kinds-b")

@@ -92,7 +92,7 @@ function HpaCard({ hpa, events, now, mayMetrics }: { hpa: Obj; events: Obj[]; no
   const s = hpa.status || {};
   return (
     <article class="hpa-card" aria-labelledby={`hpa-${uid}`} data-key={objKey(hpa)}>
-      <h2 id={`hpa-${uid}`}>{name} <span class="muted">→ {ref.kind === "Deployment"
+      <h2 id={`hpa-${uid}`} tabIndex={-1}>{name} <span class="muted">→ {ref.kind === "Deployment"
         ? <a href={href("/deployments/:namespace/:name", { namespace: ns, name: ref.name })}>{hpaRef(hpa)}</a>
         : hpaRef(hpa)}</span></h2>
       <dl class="meta">
@@ -145,7 +145,10 @@ export function Hpas(_: PageProps) {
     { id: "name", title: "Name", value: (o) => o.metadata.name, render: (o) => <a href={`#hpa-${o.metadata.uid}`}
       onClick={(e) => {
         e.preventDefault();
-        document.getElementById(`hpa-${o.metadata.uid}`)?.scrollIntoView();
+        // to the HPA's card, focus included (a keyboard user goes on from there)
+        const h = document.getElementById(`hpa-${o.metadata.uid}`);
+        h?.scrollIntoView();
+        h?.focus();
       }}>{o.metadata.name}</a> },
     ...(ns ? [] : [{ id: "namespace", title: "Namespace", value: (o: Obj) => o.metadata.namespace }]),
     { id: "reference", title: "Reference", value: hpaRef },
