@@ -8,9 +8,6 @@ scales back in after the HPA's own short `behavior.scaleDown.stabilizationWindow
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import Cluster
+from tests.sim_nodes import sim_nodes
 
 pytestmark = pytest.mark.xdist_group("hpa-metrics")
 
@@ -29,19 +27,11 @@ USAGE = "sim.pyk8s.io/cpu-usage"
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(str(tmp_path_factory.mktemp("hpa-metrics")),
                 extra_args=["--metric-resolution", "1s", "--horizontal-pod-autoscaler-sync-period", "1s"]).start()
-    env = dict(os.environ, KUBECONFIG=c.kubeconfig, PYTHONUNBUFFERED="1")
-    sim = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "sim", "--nodes", "2", "--name-prefix", "hpa-node-",
-                            "--kubelet-port", "0", "--cpu", "8", "--memory", "16Gi", "--cleanup"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
-        c.kubectl("create", "namespace", NS)
-        yield c
+        with sim_nodes(c, 2, "hpa-node-"):
+            c.kubectl("create", "namespace", NS)
+            yield c
     finally:
-        sim.terminate()
-        try:
-            sim.wait(20)
-        except subprocess.TimeoutExpired:
-            sim.kill()
         c.stop()
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import Cluster, client_kubeconfig, raw_request
+from tests.sim_nodes import sim_nodes
 
 pytestmark = pytest.mark.xdist_group("metrics-server")
 
@@ -46,29 +47,21 @@ def _wait(fn: Any, timeout: float = 40.0) -> Any:
 @pytest.fixture(scope="module")
 def ms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(str(tmp_path_factory.mktemp("pyk8s-metrics")), extra_args=["--metric-resolution", "1s"]).start()
-    env = dict(os.environ, KUBECONFIG=c.kubeconfig, PYTHONUNBUFFERED="1")
-    sim = subprocess.Popen([sys.executable, "-m", "pyk8s.cli", "sim", "--nodes", "2", "--name-prefix", "top-node-",
-                            "--kubelet-port", "0", "--cpu", "4", "--memory", "8Gi", "--cleanup"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
-        c.kubectl("create", "namespace", NS)
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": "burner", "namespace": NS, "labels": {"app": "burner"},
-            "annotations": {"sim.pyk8s.io/cpu-usage": "500m", "sim.pyk8s.io/memory-usage": "256Mi"}},
-            "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
-        c.kubectl("apply", "-f", "-", input=json.dumps(pod))
-        idle = {**pod, "metadata": {**pod["metadata"], "name": "idle", "labels": {"app": "idle"},
-                                    "annotations": {"sim.pyk8s.io/cpu-usage": "20m",
-                                                    "sim.pyk8s.io/memory-usage": "32Mi"}},
-                "spec": {"containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox"}]}}
-        c.kubectl("apply", "-f", "-", input=json.dumps(idle))
-        yield c
+        with sim_nodes(c, 2, "top-node-", cpu="4", memory="8Gi"):
+            c.kubectl("create", "namespace", NS)
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": "burner", "namespace": NS, "labels": {"app": "burner"},
+                "annotations": {"sim.pyk8s.io/cpu-usage": "500m", "sim.pyk8s.io/memory-usage": "256Mi"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+            c.kubectl("apply", "-f", "-", input=json.dumps(pod))
+            idle = {**pod, "metadata": {**pod["metadata"], "name": "idle", "labels": {"app": "idle"},
+                                        "annotations": {"sim.pyk8s.io/cpu-usage": "20m",
+                                                        "sim.pyk8s.io/memory-usage": "32Mi"}},
+                    "spec": {"containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox"}]}}
+            c.kubectl("apply", "-f", "-", input=json.dumps(idle))
+            yield c
     finally:
-        sim.terminate()
-        try:
-            sim.wait(20)
-        except subprocess.TimeoutExpired:
-            sim.kill()
         c.stop()
 
 

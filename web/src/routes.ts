@@ -2,10 +2,13 @@
 // nav: shown in the navigation, in this order; the first is the start page.
 import type { FunctionComponent } from "preact";
 import { DeploymentPage } from "./pages/deployment";
+import { Hpas } from "./pages/hpas";
 import { LogsPage } from "./pages/logs";
 import { Overview } from "./pages/overview";
 import { PodPage } from "./pages/pod";
 import { Pods } from "./pages/pods";
+import { Pvcs } from "./pages/pvcs";
+import { Services } from "./pages/services";
 import { TerminalPage } from "./pages/terminal";
 import { Workloads } from "./pages/workloads";
 import { YamlPage } from "./pages/yaml";
@@ -27,6 +30,9 @@ export const routes: Route[] = [
   { path: "/deployments/:namespace/:name", title: "Deployment", component: DeploymentPage },
   { path: "/pods", title: "Pods", nav: true, component: Pods },
   { path: "/pods/:namespace/:name", title: "Pod", component: PodPage },
+  { path: "/services", title: "Services", nav: true, component: Services },
+  { path: "/pvcs", title: "Volume claims", nav: true, component: Pvcs },
+  { path: "/hpas", title: "Autoscalers", nav: true, component: Hpas },
   { path: "/logs/:namespace/:name", title: "Logs", component: LogsPage },
   { path: "/exec/:namespace/:name", title: "Terminal", component: TerminalPage },
   { path: "/yaml/:group/:version/:resource/:namespace/:name", title: "YAML", component: YamlPage },
