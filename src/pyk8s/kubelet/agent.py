@@ -832,6 +832,8 @@ async def start_local_agent(server: Any, args: Any, component_client: Callable[.
     except ValueError as e:
         log.warning("%s", e)
 
+    from . import tls_bootstrap
+
     def make() -> Kubelet:
         # CN=system:node:<name>, O=system:nodes, as upstream's kubelet: the Node authorizer (pyk8s server's default
         # --authorization-mode Node,RBAC) and NodeRestriction confine it to its own node's objects
@@ -839,6 +841,7 @@ async def start_local_agent(server: Any, args: Any, component_client: Callable[.
                                   f"kubelet/{KUBELET_VERSION} (linux/amd64) pyk8s",
                                   loopback=False)  # the kubelet has its own thread and loop
         client.pool_size = 0  # one watch per referenced ConfigMap/Secret: no pool limit
+        client.request_connections = tls_bootstrap.API_CONNECTIONS
         # side-by-side instances on one machine (tests) give each kubelet its own bridge and runc state
         cert_file, key_file = _serving_cert(server, node, data_dir)
         kl = Kubelet(client, KubeletConfig(node_name=node, data_dir=data_dir,
