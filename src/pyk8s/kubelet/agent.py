@@ -155,7 +155,9 @@ class Kubelet:
         self.cluster_domain = config.cluster_domain
         self.host_resolv = read_host_resolv(config.resolv_conf)
         self.memory_capacity = machine_memory_capacity()
-        self.recorder = EventRecorder(client, "kubelet", host=config.node_name)
+        # two Event writes at a time (upstream's kubelet rate-limits its events, --event-qps 50): a pod burst's ~3
+        # events per pod do not queue ahead of its TokenRequests and status patches
+        self.recorder = EventRecorder(client, "kubelet", host=config.node_name, max_in_flight=2)
         self.image_store = ImageStore(os.path.join(self.data_dir, "images"))
         self.images = ImageService(self.image_store, registries_file=config.registries_file
                                    or os.path.join(self.data_dir, "registries.yaml"))
