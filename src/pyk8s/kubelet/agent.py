@@ -337,8 +337,8 @@ class Kubelet:
         if self.probes is not None:
             await self.probes.stop()
         await self.objects.stop()
-        with contextlib.suppress(Exception):
-            await self.recorder.flush()
+        with contextlib.suppress(Exception):  # (bounded: its writes go two at a time, and they are best effort)
+            await asyncio.wait_for(self.recorder.flush(), 10)
         if self.runtime is not None:
             await self.runtime.close()
         if self.owns_client:
