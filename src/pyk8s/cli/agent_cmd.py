@@ -157,10 +157,11 @@ def _bootstrapping(args: Any) -> bool:
 
 def _client(args: Any) -> Any:
     from ..client import Client
+    from ..kubelet.tls_bootstrap import API_CONNECTIONS
 
     ua = _user_agent()
     if args.kubeconfig:
-        return Client.from_kubeconfig(args.kubeconfig, user_agent=ua, pool_size=0)
+        return Client.from_kubeconfig(args.kubeconfig, user_agent=ua, pool_size=0, request_connections=API_CONNECTIONS)
     if not args.server:
         raise SystemExit("pyk8s agent: give --kubeconfig, or --server with --token")
     ctx = None
@@ -171,7 +172,7 @@ def _client(args: Any) -> Any:
             ctx = ssl.create_default_context()
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
-    return Client(args.server, ctx, token=args.token, user_agent=ua, pool_size=0)
+    return Client(args.server, ctx, token=args.token, user_agent=ua, pool_size=0, request_connections=API_CONNECTIONS)
 
 
 def _serving(args: Any, node: str, node_ip: str) -> tuple[str, str, str]:

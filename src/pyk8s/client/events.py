@@ -44,8 +44,12 @@ def object_reference(obj: dict[str, Any], field_path: str = "") -> dict[str, Any
 
 
 class EventRecorder:
-    def __init__(self, client: Client, component: str, host: str = "") -> None:
+    def __init__(self, client: Client, component: str, host: str = "", max_in_flight: int = 0) -> None:
+        """`max_in_flight` > 0: at most that many Event writes at once, the rest queued in call order (upstream's
+        broadcaster writes to its sink one at a time): a burst of events then does not queue ahead of the component's
+        other API calls in its connection pool, nor flood the API server while those wait."""
         self.client = client
+        self._slots: asyncio.Semaphore | None = asyncio.Semaphore(max_in_flight) if max_in_flight > 0 else None
         self.component = component
         self.host = host
         self.instance = f"{component}-{socket.gethostname()}"
@@ -94,6 +98,13 @@ class EventRecorder:
     async def _write(self, c: Correlated, before: asyncio.Task[Any] | None) -> None:
         if before is not None:
             await asyncio.gather(before, return_exceptions=True)  # a patch must not overtake its create
+        if self._slots is None:
+            await self._send(c)
+            return
+        async with self._slots:
+            await self._send(c)
+
+    async def _send(self, c: Correlated) -> None:
         ev = c.event
         ns = ev["metadata"]["namespace"]
         try:

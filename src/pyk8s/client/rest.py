@@ -73,6 +73,7 @@ class Client:
         user_agent: str = "pyk8s",
         pool_size: int = 100,
         timeout: float = 30.0,
+        request_connections: int | None = None,
     ) -> None:
         urls = server.split(",") if isinstance(server, str) else list(server)
         self.servers = [u.strip().rstrip("/") for u in urls if u.strip()]
@@ -84,6 +85,9 @@ class Client:
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
         self.pool_size = pool_size
+        # request/response calls' connections (default pool_size; watches and streams stay on pool_size): a bound
+        # keeps a burst from opening a TLS connection per concurrent call, each a handshake on both sides
+        self.request_connections = pool_size if request_connections is None else request_connections
         self.timeout = timeout
         self._session: aiohttp.ClientSession | None = None  # watches and other streams
         self._pools: dict[str, ConnectionPool] = {}  # request/response calls, per server
@@ -123,7 +127,8 @@ class Client:
     def _pool(self, server: str) -> ConnectionPool:
         pool = self._pools.get(server)
         if pool is None:
-            pool = self._pools[server] = ConnectionPool(server, self.ssl_context, self.headers, self.pool_size)
+            pool = self._pools[server] = ConnectionPool(server, self.ssl_context, self.headers,
+                                                        self.request_connections)
         return pool
 
     def use_pool(self, server: str, pool: Any) -> None:

@@ -39,6 +39,11 @@ from ..client.tasks import cancel
 from ..datadir import ensure_private_dir, write_atomic
 from ..pki import certificate_pem, new_ec_key, private_key_pem, x509_name
 
+# The kubelet's request/response connections to the API server (its watches are not bounded: one per referenced
+# ConfigMap/Secret). Upstream's kubelet multiplexes everything over one HTTP/2 connection; without a bound, a burst
+# of 100 pod starts opened ~100 TLS connections at once, a handshake each on the kubelet's and the server's loop.
+API_CONNECTIONS = 16
+
 log = logging.getLogger("pyk8s.kubelet")
 
 CSRS = ("certificates.k8s.io", "v1", "certificatesigningrequests")
@@ -176,7 +181,7 @@ def store(paths: NodeCredentialPaths, server: str, ca_pem: bytes, cert_pem: byte
 def client_for(server: str, ca_pem: bytes, pem_path: str, user_agent: str) -> Client:
     ctx = _server_context(ca_pem)
     ctx.load_cert_chain(pem_path)
-    return Client(server, ctx, user_agent=user_agent, pool_size=0)
+    return Client(server, ctx, user_agent=user_agent, pool_size=0, request_connections=API_CONNECTIONS)
 
 
 async def bootstrap(server: str, token: str, node: str, data_dir: str, ca_file: str | None,

@@ -355,7 +355,7 @@ class RuncRuntime(ContainerRuntime):
     async def list_sandboxes(self) -> list[SandboxStatus]:
         out = []
         for sid in sorted(os.listdir(self.sandbox_dir)):
-            doc = _read_json(self._sb_path(sid, "sandbox.json"))
+            doc = _read_cached(self._sb_cache, sid, self._sb_path(sid, "sandbox.json"))
             if doc:
                 out.append(self._sandbox_status(doc))
         return out

@@ -14,10 +14,10 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ..runtime.interface import RUNNING, SANDBOX_READY
+from ..runtime.interface import SANDBOX_READY
 from . import cgroups as C
 from .resource_metrics import render
-from .summary import SummaryProvider
+from .summary import SummaryProvider, running_by_sandbox
 
 LABELS = ["container", "id", "image", "name", "namespace", "pod"]
 
@@ -62,12 +62,13 @@ async def families(p: SummaryProvider) -> list[Metric]:
         rss.add_metric(labels, s.rss, timestamp=ts)
 
     add(["", "/", "", "", "", ""], p._sample("/", lambda now: C.read_machine(now, p.cgroup_root, p.proc)))
+    running = await running_by_sandbox(p.runtime)
     for sb in await p.runtime.list_sandboxes():
         if sb.state != SANDBOX_READY:
             continue
         cfg = sb.config
         pod_cg = getattr(p.runtime, "sandbox_cgroup", lambda _i: "")(sb.id)
-        containers = [c for c in await p.runtime.list_containers(sb.id) if c.state == RUNNING]
+        containers = running.get(sb.id, [])
         if pod_cg:
             plabels = ["", "/" + pod_cg, "", "", cfg.namespace, cfg.name]
             add(plabels, p._cgroup(pod_cg))
