@@ -1,7 +1,9 @@
 """A real pyk8s control plane plus a real kubelet (`pyk8s agent`, runc) for the kubelet e2e tests.
 
-Each test module gets its own server, node name, Linux bridge, pod /16 and runc root, so
-nothing collides with other tests or with a `make run` on the same machine; teardown
+Each test module gets its own server, node name, Linux bridge, pod /16 (reserved across processes:
+podnet.py), runc root and kubelet port, so nothing collides with other tests or with a `make run`
+on the same machine: give each module an xdist_group of its own (`runc-<module>`), which keeps its
+tests, and so its one cluster, on one worker while other modules run beside it; teardown
 deletes every pod through the API (the kubelet's own clean-up path), stops the agent and
 then removes whatever a failed test may have left: sandboxes, the bridge, the runc root.
 """
@@ -12,7 +14,6 @@ import contextlib
 import glob
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -28,6 +29,7 @@ from typing import Any
 
 from tests.cluster import REPO, Cluster, raw_request
 from tests.conftest import require, require_binary
+from tests.e2e.podnet import reserve_pod_net
 
 CRI_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z (stdout|stderr) (F|P) (.*)$")
 IMAGE = "busybox:e2e"
@@ -142,7 +144,8 @@ class Env:
         tag = uuid.uuid4().hex[:8]
         self.tag = tag
         self.base = base
-        self.net = f"10.{random.randint(20, 59)}"
+        self.pod_net = reserve_pod_net(range(20, 60))  # one /16 per cluster: their kubelets' bridges never overlap
+        self.net = self.pod_net.prefix
         self.cluster = Cluster(os.path.join(base, "server"), extra_args=["--cluster-cidr", f"{self.net}.0.0/16"])
         self.node = node or f"e2e-{tag}"  # a manifest may name its node (the seeds' node1)
         self.data = os.path.join(base, "agent")
@@ -301,6 +304,7 @@ class Env:
             self.cluster.stop()
             force_cleanup(self.data, self.bridge, self.runc_root)
             unmount_under(self.base)  # volumes under a --root-dir of the test's own
+            self.pod_net.release()
 
 
 def unmount_under(base: str) -> None:

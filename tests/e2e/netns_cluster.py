@@ -8,10 +8,10 @@ The layout is the one of a small cluster of machines on one link:
             (the bridge, namespaces and veths are `pyk8s dev cluster`'s: pyk8s.devcluster.Topology)
 
 Each node has its own kubelet port 10250, CNI bridge, nftables and routes, so modules using
-this harness do not collide with each other, with the host-network kubelet tests (group
-`runc`) or with a `make run` on the same machine; give each module its own xdist_group all
+this harness do not collide with each other, with the host-network kubelet tests (groups
+`runc-*`) or with a `make run` on the same machine; give each module its own xdist_group all
 the same (runc start-up is CPU heavy). The server allocates each node a /24 of a /16 pod
-network chosen at random; the host gets a route to every node's pod CIDR, so tests on the
+network reserved for this cluster (tests/e2e/podnet.py); the host gets a route to every node's pod CIDR, so tests on the
 host reach pod IPs directly. Routes between nodes are the agents' business, not the harness's.
 
 Usage:
@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from pyk8s.devcluster import Topology, free_subnet
 from tests.cluster import REPO, Cluster
 from tests.conftest import require, require_binary
 from tests.e2e.kubelet_harness import IMAGE, Agent, Env, import_images, requirements
+from tests.e2e.podnet import reserve_pod_net
 
 
 def netns_requirements() -> None:
@@ -83,7 +83,8 @@ class NetnsCluster(Env):
         self.link = ipaddress.ip_network(self.topology.node_network)
         self.host_ip = self.topology.host_ip
         self.bridge_host = self.topology.bridge
-        self.net = f"10.{random.randint(60, 250)}"
+        self.pod_net = reserve_pod_net(range(60, 100))  # the host routes to it: no other test's bridge may hold it
+        self.net = self.pod_net.prefix
         self.cluster_cidr = f"{self.net}.0.0/16"
         self.cluster = Cluster(os.path.join(base, "server"), extra_args=[
             "--bind-address", self.host_ip, "--advertise-address", self.host_ip,
@@ -194,6 +195,7 @@ class NetnsCluster(Env):
             for cidr in self._routes:
                 _ip("route", "del", cidr, check=False)
             self.topology.destroy()
+            self.pod_net.release()
 
     def _cleanup_node(self, i: int, a: NetnsAgent) -> None:
         """kubelet_harness.force_cleanup, run inside the node's namespace (CNI DEL must find its bridge)."""

@@ -23,7 +23,7 @@ from tests.e2e.kubelet_harness import free_kubelet_port, import_images
 from tests.etcd_helper import EtcdCluster
 from tests.ha_helper import ADMIN_TOKEN, HAControlPlane, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-agent-failover"), pytest.mark.timeout(150)]
 
 NODE = "ha-failover-node"
 

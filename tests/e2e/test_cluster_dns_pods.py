@@ -13,7 +13,7 @@ import pytest
 from tests.dns_helper import HEADLESS_DB, kube_dns_endpoint
 from tests.e2e.kubelet_harness import Env, busybox_pod, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-cluster-dns-pods"), pytest.mark.timeout(180)]
 
 
 @pytest.fixture(scope="module")

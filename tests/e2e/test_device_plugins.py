@@ -24,7 +24,7 @@ from pyk8s.deviceplugin.api import podresources_v1_pb2_grpc as prg
 from tests.e2e.example_device_plugin import ExamplePlugin, register_raw
 from tests.e2e.kubelet_harness import Env, busybox_pod, container, container_status, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-device-plugins"), pytest.mark.timeout(240)]
 
 RES = "example.com/dev"
 # each device ID is a twin (same major:minor) of a host device, made by mknod under the test's dir

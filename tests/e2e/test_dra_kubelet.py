@@ -29,7 +29,7 @@ from pyk8s.dra.api import pluginregistration_v1_pb2_grpc as reg_grpc
 from tests.cluster import REPO
 from tests.e2e.kubelet_harness import Env, busybox_pod, container, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-dra-kubelet"), pytest.mark.timeout(180)]
 
 CDI_DIR = "/var/run/cdi"
 

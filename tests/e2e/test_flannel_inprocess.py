@@ -9,7 +9,7 @@ import pytest
 from tests.e2e.kubelet_harness import busybox_pod, requirements
 from tests.e2e.test_kubelet_inprocess import InProcess
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-flannel-inprocess"), pytest.mark.timeout(90)]
 
 
 def test_server_flannel_backend_reaches_the_in_process_kubelet(tmp_path: Any) -> None:

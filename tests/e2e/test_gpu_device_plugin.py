@@ -17,7 +17,7 @@ from pyk8s.gpu.share import ANN_ASSIGNED
 from tests.cluster import REPO
 from tests.e2e.kubelet_harness import Env, busybox_pod, container, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-gpu-device-plugin"), pytest.mark.timeout(180)]
 
 
 class Plugin:

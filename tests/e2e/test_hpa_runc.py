@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.kubelet_harness import IMAGE, Env, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-hpa"), pytest.mark.timeout(300)]
 
 BURN_SECONDS = 30  # each replica burns this long from its start, then idles
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.kubelet_harness import Env, busybox_pod, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubectl-top"), pytest.mark.timeout(300)]
 
 BURNER = "top-burner"
 

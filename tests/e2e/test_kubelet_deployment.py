@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.kubelet_harness import IMAGE, Env, all_started, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-deployment"), pytest.mark.timeout(240)]
 
 IMAGE2 = "busybox:e2e2"
 REPLICAS = 20

@@ -20,8 +20,8 @@ from tests.e2e.kubelet_harness import (
     requirements,
 )
 
-# a group of its own, not "runc": its kubelet has its own port, bridge and runc root (run beside the
-# kubelet-kubectl / kubelet-inprocess / runc modules with -n 2)
+# a group of its own: its kubelet has its own port, bridge, pod /16 and runc root (runs beside the
+# other kubelet modules with -n 2)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("kubelet-inprocess"), pytest.mark.timeout(90)]
 
 

@@ -19,8 +19,8 @@ from tests.cluster import kubectl_binaries
 from tests.e2e.kubelet_harness import busybox_pod, container, requirements
 from tests.e2e.test_kubelet_inprocess import InProcess
 
-# a group of its own, not "runc": its kubelet has its own port, bridge and runc root (run beside the
-# kubelet-kubectl / kubelet-inprocess / runc modules with -n 2)
+# a group of its own: its kubelet has its own port, bridge, pod /16 and runc root (runs beside the
+# other kubelet modules with -n 2)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("kubelet-kubectl"), pytest.mark.timeout(600)]
 
 BUSYBOX = "busybox:1.37"

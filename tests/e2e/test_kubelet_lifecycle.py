@@ -20,7 +20,7 @@ from tests.e2e.kubelet_harness import (
     watch_pod,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-lifecycle"), pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")

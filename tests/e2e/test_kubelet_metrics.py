@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.kubelet_harness import Env, all_started, busybox_pod, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-metrics"), pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from tests.e2e.kubelet_harness import (
     uid_leftovers,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-pods"), pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from tests.e2e.kubelet_harness import Env, busybox_pod, container, requirements
 from tests.e2e.pv_helpers import MERGE, bind, claim_vol, make_pv, make_pvc, scheduling_message
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-pvc"), pytest.mark.timeout(150)]
 
 
 

@@ -19,7 +19,7 @@ from tests.conftest import require_binary
 from tests.e2e.kubelet_harness import Env, requirements
 from tests.e2e.registry import free_port
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-registry-mirror"), pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")

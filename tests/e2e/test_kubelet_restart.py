@@ -17,7 +17,7 @@ from tests.e2e.kubelet_harness import (
     requirements,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-restart"), pytest.mark.timeout(150)]
 
 COUNTER = "i=0; trap 'exit 0' TERM; while true; do i=$((i+1)); echo tick $i; sleep 0.5; done"
 

@@ -21,7 +21,7 @@ from tests.client_certs import cert_files
 from tests.cluster import client_kubeconfig
 from tests.e2e.kubelet_harness import Env, busybox_pod, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-stats"), pytest.mark.timeout(300)]
 
 BURNER = "burner"
 PORT = 0  # the kubelet's free port, set by the env fixture

@@ -45,9 +45,10 @@ from pyk8s.kubelet.streaming import spdy
 from tests.cluster import Cluster, kubectl_binaries, raw_request
 from tests.conftest import require, require_binary
 from tests.e2e.imagebuild import import_busybox
+from tests.e2e.podnet import reserve_pod_net
 from tests.e2e.terminal import Terminal
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-kubelet-streaming"), pytest.mark.timeout(180)]
 
 NS, POD = "default", "web"
 APP_SCRIPT = ("mkdir -p /www && echo hello-pf > /www/index.html && httpd -p 127.0.0.1:8080 -h /www && "
@@ -111,7 +112,8 @@ class World:
         tag = uuid.uuid4().hex[:8]
         self.bridge = f"pk{tag}"
         self.runc_root = f"/run/pyk8s/test-{tag}"
-        prefix = f"10.{random.randint(100, 250)}.{random.randint(0, 255)}"
+        self.pod_net = reserve_pod_net(range(100, 251))  # no other test's bridge or route in this /16
+        prefix = f"{self.pod_net.prefix}.{random.randint(0, 255)}"
         conf = bridge_conflist(f"{prefix}.0/24", name=f"pyk8s-{tag}", bridge=self.bridge,
                                data_dir=os.path.join(tmp, "cni"))
         self.store = ImageStore(os.path.join(tmp, "images"))
@@ -306,6 +308,7 @@ class World:
         for mp in sorted(mounts, key=len, reverse=True):
             subprocess.run(["umount", "-l", mp], capture_output=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+        self.pod_net.release()
         if os.path.isdir(self.runc_root):
             for cid in os.listdir(self.runc_root):
                 subprocess.run(["runc", "--root", self.runc_root, "delete", "--force", cid], capture_output=True)

@@ -21,7 +21,7 @@ import pytest
 from tests.cluster import client_kubeconfig, node_kubeconfig
 from tests.e2e.kubelet_harness import Env, busybox_pod, container, import_images, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-local-path-pods"), pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")

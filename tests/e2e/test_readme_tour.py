@@ -20,7 +20,7 @@ from tests.e2e.kubelet_harness import requirements
 from tests.e2e.registry import free_port
 from tests.e2e.test_kubelet_inprocess import InProcess
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-readme-tour"), pytest.mark.timeout(300)]
 
 
 def tour_lines() -> list[str]:

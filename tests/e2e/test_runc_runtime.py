@@ -42,6 +42,7 @@ from pyk8s.kubelet.runtime.resources import (
 from pyk8s.kubelet.runtime.runc import RuncRuntime
 from tests.conftest import require, require_binary
 from tests.e2e.imagebuild import import_busybox
+from tests.e2e.podnet import reserve_pod_net
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -70,7 +71,8 @@ class Env:
     def __init__(self, tmp_path, store: ImageStore, **kw) -> None:
         tag = uuid.uuid4().hex[:8]
         self.bridge = f"pk{tag}"
-        self.subnet_prefix = f"10.{random.randint(100, 250)}.{random.randint(0, 255)}"
+        self.pod_net = reserve_pod_net(range(100, 251))  # no other test's bridge or route in this /16
+        self.subnet_prefix = f"{self.pod_net.prefix}.{random.randint(0, 255)}"
         self.cni_dir = str(tmp_path / "cni")
         self.conf = bridge_conflist(f"{self.subnet_prefix}.0/24", name=f"pyk8s-{tag}", bridge=self.bridge,
                                     data_dir=self.cni_dir)
@@ -89,6 +91,7 @@ class Env:
             with contextlib.suppress(Exception):
                 await rt.remove_sandbox(sb.id)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+        self.pod_net.release()
         # runc state of anything left (a failed test's half-made container)
         if os.path.isdir(self.runc_root):
             for cid in os.listdir(self.runc_root):

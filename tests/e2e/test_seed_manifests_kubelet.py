@@ -21,7 +21,7 @@ from tests.cluster import REPO
 from tests.e2e.kubelet_harness import Env, all_started, requirements
 from tests.shared_reference import MANIFESTS
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-seed-manifests-kubelet"), pytest.mark.timeout(240)]
 
 NODE = "node1"  # the name the reference manifest's affinity asks for
 AFFINITY = str(MANIFESTS / "node-affinity-pod.yaml")
