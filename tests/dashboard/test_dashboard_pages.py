@@ -14,7 +14,7 @@ import pytest
 from tests.dashboard.browser import Browser, Dashboard, wait
 from tests.e2e.kubelet_harness import Env, busybox_pod, container, requirements
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc"), pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("runc-dashboard-pages"), pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")
