@@ -6,7 +6,8 @@ import importlib
 import sys
 
 BENCHES = ["api", "api_etcd", "scheduler_core", "scheduler", "deployment", "codecs", "podstartup", "sim", "managedfields", "validation",
-           "fairness", "stopping", "ingress", "netpol", "network_dns", "storage", "storage_binding", "network", "get_throughput", "metrics_scrape", "paged_list"]
+           "fairness", "stopping", "ingress", "netpol", "network_dns", "storage", "storage_binding", "network", "get_throughput", "metrics_scrape", "paged_list",
+           "dashboard"]
 
 
 def main(argv: list[str]) -> int:

@@ -2,10 +2,12 @@
 // nav: shown in the navigation, in this order; the first is the start page.
 import type { FunctionComponent } from "preact";
 import { DeploymentPage } from "./pages/deployment";
+import { GpuSharing } from "./pages/gpus";
 import { LogsPage } from "./pages/logs";
 import { Overview } from "./pages/overview";
 import { PodPage } from "./pages/pod";
 import { Pods } from "./pages/pods";
+import { Scale } from "./pages/scale";
 import { TerminalPage } from "./pages/terminal";
 import { Workloads } from "./pages/workloads";
 import { YamlPage } from "./pages/yaml";
@@ -29,5 +31,7 @@ export const routes: Route[] = [
   { path: "/pods/:namespace/:name", title: "Pod", component: PodPage },
   { path: "/logs/:namespace/:name", title: "Logs", component: LogsPage },
   { path: "/exec/:namespace/:name", title: "Terminal", component: TerminalPage },
+  { path: "/gpus", title: "GPU sharing", nav: true, component: GpuSharing },
+  { path: "/scale", title: "Scale", nav: true, component: Scale },
   { path: "/yaml/:group/:version/:resource/:namespace/:name", title: "YAML", component: YamlPage },
 ];
