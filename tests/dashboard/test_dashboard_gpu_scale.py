@@ -160,6 +160,59 @@ def test_gpu_page_shows_shares_whole_gpus_and_pending(cluster: Cluster, dashboar
     assert not browser.console_errors()
 
 
+def test_gpu_page_ignores_forged_records(cluster: Cluster, dashboard: Dashboard, browser: Browser):
+    """What a pod's author can write counts no more on the page than in `pyk8s gpu inspect`: a pod
+    bound with spec.nodeName naming a GPU the node does not have holds no share anywhere, and a
+    forged device record with markup shows as text and runs nothing."""
+    c = cluster
+    node = f"{PREFIX}7"
+    forged = json.loads(_pod("forged-idx", {"aliyun.com/gpu-mem": "4"}))
+    forged["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": "7", "ALIYUN_COM_GPU_MEM_ASSIGNED": "true"}
+    forged["spec"]["nodeName"] = node
+    c.kubectl("create", "-f", "-", input=json.dumps(forged))
+    markup = "<img src=x onerror=window.pwned=1>"
+    env = json.loads(_pod("forged-env", {"nvidia.com/gpu": "1"}))
+    env["metadata"]["annotations"] = {"gpu.pyk8s.io/allocated-env": json.dumps({"c": {"NVIDIA_VISIBLE_DEVICES": markup}})}
+    env["spec"]["nodeName"] = node
+    c.kubectl("create", "-f", "-", input=json.dumps(env))
+    # a real share after them: once the page shows it, it has seen the forged pods too (one ordered watch)
+    c.kubectl("create", "-f", "-", input=_pod("sentinel-2", {"aliyun.com/gpu-mem": "2"}))
+    _bound(c, "sentinel-2")
+    browser.get(dashboard.base + "/#/gpus")
+    browser.find(f'.gpu-share[data-pod="{NS}/sentinel-2"]', timeout=30)
+    assert browser.absent(f'.gpu-share[data-pod="{NS}/forged-idx"]')
+    card = f'.gpu-node[data-node="{node}"]'
+    node_total = next(ln for ln in _inspect(c, "-d", node).splitlines() if ln.startswith("Allocated/Total GPU Memory:"))
+    assert browser.find(f"{card} [data-node-total]").text == node_total
+    browser.find("[data-cluster-total]", text=_inspect(c).strip().splitlines()[-1])
+    row = browser.find(f'{card} table[aria-label^="Whole GPUs on"] tr[data-key="{NS}/forged-env"]')
+    assert markup in row.text
+    assert browser.driver.execute_script("return window.pwned === undefined")
+    assert browser.absent(f"{card} img")
+
+
+def test_gpu_page_lists_dra_claims_on_gpu_devices(cluster: Cluster, dashboard: Dashboard, browser: Browser):
+    """A ResourceClaim for a whole GPU of our DRA driver, allocated by the scheduler for a pod: the
+    node's card lists the claim, the device it holds and the pod it is reserved for."""
+    c = cluster
+    claim = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim", "metadata": {"name": "one-gpu", "namespace": NS},
+             "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.pyk8s.io"}]}}}
+    c.kubectl("create", "-f", "-", input=json.dumps(claim))
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dra-user", "namespace": NS}, "spec": {
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": "one-gpu"}],
+        "containers": [{"name": "c", "image": "busybox:1.36", "resources": {"claims": [{"name": "gpu"}]}}]}}
+    c.kubectl("create", "-f", "-", input=json.dumps(pod))
+    allocated = wait(lambda: (lambda o: o if (o.get("status") or {}).get("allocation") else None)(
+        _get(c, "-n", NS, "resourceclaim", "one-gpu")), 30, "one-gpu allocated")
+    result = allocated["status"]["allocation"]["devices"]["results"][0]
+    browser.get(dashboard.base + "/#/gpus")
+    row = browser.find(f'.gpu-node[data-node="{result["pool"]}"] table[aria-label^="DRA claims on"] '
+                       f'tr[data-key="{NS}/one-gpu"]', timeout=30)
+    wait(lambda: "dra-user" in row.text, 15, "the pod the claim is reserved for")
+    assert result["device"] in row.text and result["driver"] == "gpu.pyk8s.io"
+    assert len(browser.all(f'tr[data-key="{NS}/one-gpu"]')) == 1
+
+
 def _pixel(browser: Browser, slot: int) -> list[int]:
     """The colour at the centre of a node's cell (slot: its place in the node list), read back from the canvas."""
     return list(browser.driver.execute_script("""

@@ -1,10 +1,11 @@
 // GPU sharing: per node, per GPU a memory map of the gpushare shares (which pod holds how many
 // GiB), whole GPUs (nvidia.com/gpu) and who holds them, totals per node and cluster as
 // `pyk8s gpu inspect` prints them, and the GPU pods still waiting for a node with the scheduler's
-// reason. Live over the store's watches.
+// reason; DRA ResourceClaims holding the node's gpu.pyk8s.io devices. Live over the store's watches.
 import { RES, resourcePath } from "../api";
 import { Loading } from "../components/misc";
 import { Table } from "../components/table";
+import { CLAIMS_PATH, type GpuClaim, gpuClaimsByNode } from "../k8s/dra";
 import { allocated, collect, type NodeGpus, pct, pendingGpuPods, podGpuMem, podWholeGpus, schedulingMessage,
   type Share, total } from "../k8s/gpushare";
 import { href } from "../router";
@@ -49,7 +50,7 @@ function GpuBar({ node, gpu }: { node: NodeGpus; gpu: number }) {
   );
 }
 
-function NodeCard({ node }: { node: NodeGpus }) {
+function NodeCard({ node, claims }: { node: NodeGpus; claims: GpuClaim[] }) {
   const t = total(node);
   const a = allocated(node);
   const wholeUsed = node.whole.reduce((n, w) => n + w.count, 0);
@@ -81,6 +82,13 @@ function NodeCard({ node }: { node: NodeGpus }) {
             { id: "devices", title: "Devices", value: (w) => w.devices.join(", ") || "(not recorded)" },
           ]} />}
       </>}
+      {claims.length > 0 && <Table label={`DRA claims on ${node.name}`} rows={claims}
+        rowKey={(c) => `${c.namespace}/${c.name}`} columns={[
+          { id: "claim", title: "ResourceClaim", value: (c) => `${c.namespace}/${c.name}` },
+          { id: "devices", title: "Devices (gpu.pyk8s.io)", value: (c) => c.devices.join(", ") },
+          { id: "pods", title: "Reserved for", value: (c) => c.pods.join(", "),
+            render: (c) => c.pods.map((p, i) => <span key={p}>{i ? ", " : ""}<a href={podLink(c.namespace, p)}>{p}</a></span>) },
+        ]} />}
     </section>
   );
 }
@@ -88,6 +96,8 @@ function NodeCard({ node }: { node: NodeGpus }) {
 export function GpuSharing(_: PageProps) {
   const nodes = useList(resourcePath(RES.nodes));
   const pods = useList(resourcePath(RES.pods));
+  // DRA claims on our GPU driver's devices; a cluster without resource.k8s.io just shows none
+  const claims = gpuClaimsByNode(useList(CLAIMS_PATH).items);
   const gpus = collect(nodes.items, pods.items);
   const shared = gpus.filter((g) => g.count > 0);
   const a = shared.reduce((n, g) => n + allocated(g), 0);
@@ -110,7 +120,7 @@ export function GpuSharing(_: PageProps) {
           { id: "why", title: "Why pending", value: (p: Obj) => schedulingMessage(p) || "Not scheduled yet." },
         ]} />
       </>}
-      {gpus.map((g) => <NodeCard key={g.name} node={g} />)}
+      {gpus.map((g) => <NodeCard key={g.name} node={g} claims={claims.get(g.name) || []} />)}
     </section>
   );
 }
