@@ -21,6 +21,7 @@ import pytest
 
 from tests.cluster import REPO, Cluster
 from tests.dashboard.browser import Browser, Dashboard, wait
+from tests.dashboard.test_dashboard_pages import LOW_CONTRAST, UNLABELLED
 
 pytestmark = [pytest.mark.xdist_group("dashboard-gpu"), pytest.mark.timeout(240)]
 
@@ -152,6 +153,8 @@ def test_gpu_page_shows_shares_whole_gpus_and_pending(cluster: Cluster, dashboar
     browser.shot("gpu-sharing")
     browser.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", browser.find(card))
     browser.shot("gpu-sharing-node")
+    assert browser.driver.execute_script(UNLABELLED) == []
+    assert browser.driver.execute_script(LOW_CONTRAST) == []
 
     # live: the share goes when its pod does
     c.kubectl("delete", "pod", "-n", NS, "share-3", "--wait=false")
@@ -252,6 +255,8 @@ def test_scale_view_draws_every_node_and_recolours_a_scheduled_node(cluster: Clu
     assert _pixel(browser, 1) == neighbour
     wait(lambda: "CPU 30 / 32" in browser.find("#scale-picked").text, 15, "the picked node's new CPU")
     browser.shot("scale")
+    assert browser.driver.execute_script(UNLABELLED) == []
+    assert browser.driver.execute_script(LOW_CONTRAST) == []
     # another resource: memory is barely requested, so the cell is light again
     from selenium.webdriver.support.ui import Select
 
