@@ -46,16 +46,20 @@ async def _counting(c: Any, resource: tuple[str, str, str], pred: Any, **kw: Any
     return counter, inf
 
 
-async def _nodes_ready(c: Any, sim_cmd: list[str], kubeconfig: str) -> tuple[subprocess.Popen[str], float]:
+async def _nodes_ready(c: Any, sim_cmd: list[str], kubeconfig: str) -> tuple[subprocess.Popen[str], float, int]:
     nodes, inf = await _counting(c, ("", "v1", "nodes"), _ready, label_selector="node.pyk8s.io/simulated=true")
     t0 = time.monotonic()
     sim = subprocess.Popen(sim_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
                            env=dict(os.environ, KUBECONFIG=kubeconfig, PYTHONUNBUFFERED="1"))
-    ok = await nodes.wait(lambda: len(nodes.match) >= N_NODES, 600)
+    # all registered and nearly all Ready: on a loaded machine a few heartbeats are always late, and
+    # the page draws NotReady nodes as well
+    ok = await nodes.wait(lambda: len(nodes.seen) >= N_NODES and len(nodes.match) >= 0.98 * N_NODES, 900)
     await inf.stop()
     if not ok:
-        raise RuntimeError(f"only {len(nodes.match)} of {N_NODES} nodes Ready")
-    return sim, time.monotonic() - t0
+        sim.kill()
+        sim.wait()
+        raise RuntimeError(f"only {len(nodes.seen)} of {N_NODES} nodes registered, {len(nodes.match)} Ready")
+    return sim, time.monotonic() - t0, len(nodes.match)
 
 
 async def _pods(c: Any, browser: Any) -> dict[str, Any]:
@@ -110,7 +114,7 @@ async def run(cluster: Any, sim_cmd: list[str]) -> dict[str, Any]:
 
     res: dict[str, Any] = {}
     c = Client.from_kubeconfig(cluster.kubeconfig, pool_size=CONCURRENCY + 8, timeout=120)
-    sim, res["nodes_s"] = await _nodes_ready(c, sim_cmd, cluster.kubeconfig)
+    sim, res["nodes_s"], res["nodes_ready"] = await _nodes_ready(c, sim_cmd, cluster.kubeconfig)
     dash = Dashboard(cluster.kubeconfig).start()
     browser = Browser()
     try:
@@ -121,7 +125,10 @@ async def run(cluster: Any, sim_cmd: list[str]) -> dict[str, Any]:
         t = wait(lambda: _page(browser, "const t = window.pyk8sScale; return t && t.firstRender > 0 ? t : null"),
                  120, "the scale view's first full render")
         res["listed_ms"], res["first_ms"], res["first_nodes"] = t["nodesListed"], t["firstRender"], t["nodes"]
-        res["nav_ms"] = _page(browser, "return performance.getEntriesByType('navigation')[0].responseEnd")
+        # the node list's request as the browser saw it: when it went out, first byte, last byte, size
+        res["list"] = _page(browser, "const e = performance.getEntriesByType('resource').find((r) => "
+                            "new URL(r.name).pathname === '/api/v1/nodes'); return e && "
+                            "[e.startTime, e.responseStart, e.responseEnd, e.encodedBodySize]")
         browser.shot("bench-scale-nodes")
         res.update(await _pods(c, browser))
         browser.shot("bench-scale-pods")
@@ -152,12 +159,17 @@ def main() -> None:
         c.stop()
         shutil.rmtree(d, ignore_errors=True)
     load1 = os.getloadavg()
-    print(f"  (headless Chromium on the scale view; {N_NODES:,} simulated nodes ({r['nodes_s']:.0f} s to Ready), "
+    print(f"  (headless Chromium on the scale view; {N_NODES:,} simulated nodes ({r['nodes_ready']:,} Ready after {r['nodes_s']:.0f} s), "
           f"{N_PODS:,} pods bound by our scheduler; {os.cpu_count()} cores shared by browser, server, scheduler, "
           f"simulator and dashboard; load average {load0[0]:.1f} before and {load1[0]:.1f} after)")
     row(f"first full render of {r['first_nodes']:,} nodes (from navigation)", r["first_ms"], "ms", 2000,
         "issue 23: < 2 s", higher_is_better=False)
-    row("  of which the node list arrived", r["listed_ms"], "ms")
+    if r["list"]:
+        start, first_byte, last_byte, size = r["list"]
+        row("  of which page load until the list request", start, "ms")
+        row(f"  of which the list of all nodes ({size / 1e6:.1f} MB) until its first byte", first_byte - start, "ms")
+        row("  of which its transfer", last_byte - first_byte, "ms")
+    row("  the node list parsed and applied", r["listed_ms"], "ms")
     row("  of which drawing after the list", r["first_ms"] - r["listed_ms"], "ms")
     row(f"{N_PODS:,} pods Running (from first create)", r["running_s"], "s")
     rate = r["redraws"] / r["window_s"] if r["window_s"] else float("nan")
