@@ -213,7 +213,7 @@ export function Scale(_: PageProps) {
     const col = Math.floor((ev.clientX - r.left) / l.cell);
     const row = Math.floor((ev.clientY - r.top) / l.cell);
     const i = row * l.cols + col;
-    if (col >= 0 && col < l.cols && i >= 0 && i < m.n) st.select?.(i);
+    if (col >= 0 && col < l.cols && i >= 0 && i < m.n && i !== st.selected) st.select?.(i);
   };
   const key = (ev: KeyboardEvent) => {
     const st = state.current;

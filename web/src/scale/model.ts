@@ -67,10 +67,6 @@ export class ScaleModel {
     return i;
   }
 
-  slotOf(name: string): number | undefined {
-    return this.index.get(name);
-  }
-
   private touch(i: number): void {
     if (!this.dirty[i]) {
       this.dirty[i] = 1;
