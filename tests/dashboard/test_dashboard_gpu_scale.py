@@ -231,8 +231,13 @@ def test_scale_view_draws_every_node_and_recolours_a_scheduled_node(cluster: Clu
                                                                       browser: Browser):
     c = cluster
     browser.get(dashboard.base + "/#/scale")
-    timings = wait(lambda: browser.driver.execute_script(
-        "const t = window.pyk8sScale; return t && t.firstRender > 0 ? t : null"), 30, "the first full render")
+    try:
+        timings = wait(lambda: browser.driver.execute_script(
+            "const t = window.pyk8sScale; return t && t.firstRender > 0 ? t : null"), 60, "the first full render")
+    except AssertionError as e:  # say what the page was waiting for
+        raise AssertionError(f"{e}; requests: " + json.dumps(browser.driver.execute_script(
+            "return performance.getEntriesByType('resource').map((r) => [r.name, r.startTime, r.responseEnd])"))
+            + f"; console: {browser.driver.get_log('browser')}") from e
     assert timings["nodes"] == NODES
     counts = browser.find(".scale-counts", text=f"{NODES} nodes: {NODES} Ready, 0 NotReady")
     assert re.search(r"Pods: \d+ Pending, \d+ Running", counts.text)
@@ -262,4 +267,12 @@ def test_scale_view_draws_every_node_and_recolours_a_scheduled_node(cluster: Clu
 
     Select(browser.find("#scale-metric")).select_by_visible_text("Memory requested")
     wait(lambda: _pixel(browser, 0) != after, 15, "the cell recoloured by memory")
+    # a node that never reported Ready joins the map and the counts, and leaves them when deleted
+    c.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Node",
+                                                     "metadata": {"name": "dg-silent"}}))
+    browser.find(".scale-counts", text=f"{NODES + 1} nodes: {NODES} Ready, 1 NotReady")
+    canvas.send_keys("\ue010")  # End: the newest node
+    browser.find("#scale-picked", text="dg-silent: NotReady")
+    c.kubectl("delete", "node", "dg-silent")
+    browser.find(".scale-counts", text=f"{NODES} nodes: {NODES} Ready, 0 NotReady")
     assert not browser.console_errors()

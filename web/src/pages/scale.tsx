@@ -16,7 +16,7 @@ import "./scale.css";
 // light to dark (YlOrRd-like): fuller is more pressing; 10 steps
 const PALETTE = ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026",
   "#800026", "#4d0019"];
-const NOT_READY = "#1b1f24";
+const NOT_READY = "#6e7781"; // grey, crossed out where cells are large enough: apart from the reds
 const NONE = "#d0d7de"; // the node offers none of the resource
 const BG = "#ffffff";
 const SELECTED = "#0b5cad";
@@ -94,6 +94,16 @@ export function Scale(_: PageProps) {
       const [x, y, s] = cellRect(i);
       ctx.fillStyle = colour(model, i, st.metric);
       ctx.fillRect(x, y, s, s);
+      if (model.present[i] && !model.ready[i] && s >= 6) {
+        ctx.strokeStyle = BG;
+        ctx.lineWidth = 1;
+        ctx.beginPath();
+        ctx.moveTo(x + 1, y + 1);
+        ctx.lineTo(x + s - 1, y + s - 1);
+        ctx.moveTo(x + s - 1, y + 1);
+        ctx.lineTo(x + 1, y + s - 1);
+        ctx.stroke();
+      }
       if (i === st.selected && s >= 3) {
         ctx.strokeStyle = SELECTED;
         ctx.lineWidth = Math.max(1, Math.min(3, s / 4));
