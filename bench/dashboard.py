@@ -82,12 +82,26 @@ async def _pods(c: Any, browser: Any) -> dict[str, Any]:
     p0 = _page(browser, "return performance.now()")
     t0 = time.monotonic()
     errors = (await asyncio.gather(*(create(i) for i in range(N_PODS)))).count(False)
-    ok = await running.wait(lambda: len(running.match) >= N_PODS - errors, TIMEOUT)
-    res["running_s"] = time.monotonic() - t0 if ok else float("nan")
+    # until every pod is Running, or (a straggler on a node whose heartbeat is late) none more for 30 s
+    # (then the measured window ends at the last progress: a quiet tail is no redraw gap of the page's)
+    ok, last, since = False, -1, time.monotonic()
     p1 = _page(browser, "return performance.now()")
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if await running.wait(lambda: len(running.match) >= N_PODS - errors, 5):
+            ok = True
+            p1 = _page(browser, "return performance.now()")
+            break
+        if len(running.match) != last:
+            last, since = len(running.match), time.monotonic()
+            p1 = _page(browser, "return performance.now()")
+        elif time.monotonic() - since > 30:
+            break
+    res["running_s"] = time.monotonic() - t0 if ok else float("nan")
+    res["running"] = len(running.match)
     res["errors"] = errors
     # how long after this client saw them all Running the page says so too
-    want = f"{N_PODS - errors} Running"
+    want = f"{res['running']} Running"
     t1 = time.monotonic()
     while want not in _page(browser, "return document.querySelector('.scale-counts').textContent"):
         if time.monotonic() - t1 > 60:
@@ -103,6 +117,7 @@ async def _pods(c: Any, browser: Any) -> dict[str, Any]:
     res["gap_median"] = statistics.median(gaps) if gaps else float("nan")
     res["gap_max"] = max(gaps) if gaps else float("nan")
     res["events"] = _page(browser, "return window.pyk8sScale.events")
+    res["longest_frame"] = _page(browser, "return window.pyk8sScale.longestFrame")
     await inf.stop()
     return res
 
@@ -172,13 +187,16 @@ def main() -> None:
     row("  the node list parsed and applied", r["listed_ms"], "ms")
     row("  of which drawing after the list", r["first_ms"] - r["listed_ms"], "ms")
     row(f"{N_PODS:,} pods Running (from first create)", r["running_s"], "s")
+    if r["running"] < N_PODS - r["errors"]:
+        row("  pods Running when they stopped coming", r["running"], "")
     rate = r["redraws"] / r["window_s"] if r["window_s"] else float("nan")
     row("heatmap redraws per second meanwhile", rate, "/s", 1, "issue 23: >= 1/s")
     row("  longest interval between redraws", r["gap_max"], "ms", 1000, "issue 23: <= 1 s", higher_is_better=False)
     row("  median interval between redraws", r["gap_median"], "ms")
     row("  shortest interval between redraws", r["gap_min"], "ms")
+    row("  longest batch (apply events + draw) in the page", r["longest_frame"], "ms")
     row("watch events applied by the page", r["events"], "")
-    row("page counts all Running after the client", r["page_lag_s"], "s")
+    row("page shows as many Running as the client, after", r["page_lag_s"], "s")
     print(f"  page: {r['page_counts']}")
     if r["errors"]:
         row("pod create errors", r["errors"], "")

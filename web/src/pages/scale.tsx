@@ -28,6 +28,7 @@ export interface ScaleTimings {
   redraws: number;
   redrawTimes: number[]; // performance.now() of each redraw (the last 20,000)
   events: number; // watch events applied
+  longestFrame: number; // ms the longest batch took (apply + draw): the page's own share of a gap
   cell: number; // the layout: cell size in CSS px, cells per row
   cols: number;
 }
@@ -79,7 +80,7 @@ export function Scale(_: PageProps) {
     const st = state.current;
     st.model = model;
     const t: ScaleTimings = { nodesListed: 0, firstRender: 0, nodes: 0, redraws: 0, redrawTimes: [], events: 0,
-      cell: 0, cols: 0 };
+      longestFrame: 0, cell: 0, cols: 0 };
     window.pyk8sScale = t;
     const queue: [string, Obj, number][] = []; // type, object, feed (0 nodes, 1 pods)
     let frame = 0;
@@ -137,6 +138,7 @@ export function Scale(_: PageProps) {
     };
     const render = () => {
       frame = 0;
+      const start = performance.now();
       for (const [type, o, feed] of queue) {
         if (feed === 0) (type === "DELETED" ? model.deleteNode(o) : model.setNode(o));
         else (type === "DELETED" ? model.deletePod(o) : model.setPod(o));
@@ -151,6 +153,7 @@ export function Scale(_: PageProps) {
         for (const i of d) drawCell(i);
       }
       const now = performance.now();
+      t.longestFrame = Math.max(t.longestFrame, now - start);
       if (first) {
         t.firstRender = now;
         t.nodes = model.nodes;
