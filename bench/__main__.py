@@ -7,7 +7,7 @@ import sys
 
 BENCHES = ["api", "api_etcd", "scheduler_core", "scheduler", "deployment", "codecs", "podstartup", "sim", "managedfields", "validation",
            "fairness", "stopping", "ingress", "netpol", "network_dns", "storage", "storage_binding", "network", "get_throughput", "metrics_scrape", "paged_list",
-           "sidebyside"]
+           "sidebyside", "dashboard"]
 
 
 def main(argv: list[str]) -> int:

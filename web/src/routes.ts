@@ -3,12 +3,14 @@
 import type { FunctionComponent } from "preact";
 import { DeploymentPage } from "./pages/deployment";
 import { Hpas } from "./pages/hpas";
+import { GpuSharing } from "./pages/gpus";
 import { LogsPage } from "./pages/logs";
 import { Overview } from "./pages/overview";
 import { PodPage } from "./pages/pod";
 import { Pods } from "./pages/pods";
 import { Pvcs } from "./pages/pvcs";
 import { Services } from "./pages/services";
+import { Scale } from "./pages/scale";
 import { TerminalPage } from "./pages/terminal";
 import { Workloads } from "./pages/workloads";
 import { YamlPage } from "./pages/yaml";
@@ -35,5 +37,7 @@ export const routes: Route[] = [
   { path: "/hpas", title: "Autoscalers", nav: true, component: Hpas },
   { path: "/logs/:namespace/:name", title: "Logs", component: LogsPage },
   { path: "/exec/:namespace/:name", title: "Terminal", component: TerminalPage },
+  { path: "/gpus", title: "GPU sharing", nav: true, component: GpuSharing },
+  { path: "/scale", title: "Scale", nav: true, component: Scale },
   { path: "/yaml/:group/:version/:resource/:namespace/:name", title: "YAML", component: YamlPage },
 ];
