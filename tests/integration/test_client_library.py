@@ -106,3 +106,42 @@ def test_event_recorder_combines_similar_events_and_filters_spam(cluster):
         await c.close()
 
     asyncio.run(main())
+
+
+def test_scheduler_informers_keep_no_managed_fields_and_updates_keep_the_stored_ones(cluster):
+    """As kube-scheduler's and kube-controller-manager's informers (their transform sets managedFields
+    to nil): the cache holds objects without them, and writing such an object back with an update
+    keeps the entries the server stored (upstream: a nil managedFields in an update is not a reset)."""
+    from pyk8s.scheduler.runner import SchedulerRunner
+
+    pods = ("", "v1", "pods")
+
+    async def main():
+        c = Client.from_kubeconfig(cluster.kubeconfig)
+        await c.create(pods, {"metadata": {"name": "mf-a", "namespace": "default", "labels": {"a": "1"}},
+                              "spec": {"containers": [{"name": "c", "image": "pause"}]}})
+        runner = SchedulerRunner(c, leader_elect=False)
+        seen = []
+        runner.pods.add_handlers(on_add=seen.append, on_update=lambda o, n: seen.append(n))
+        runner.pods.start()
+        await runner.pods.wait_synced(10)
+        await c.patch(pods, "mf-a", {"metadata": {"labels": {"b": "2"}}}, "default")
+        for _ in range(100):
+            if any(o["metadata"]["labels"].get("b") for o in seen):
+                break
+            await asyncio.sleep(0.05)
+        cached = runner.pods.get("default/mf-a")
+        assert cached is not None and cached["metadata"]["labels"] == {"a": "1", "b": "2"}
+        assert all("managedFields" not in o["metadata"] for o in [*seen, cached])
+        stored = await c.get(pods, "mf-a", "default")
+        managers = {e["manager"] for e in stored["metadata"]["managedFields"]}
+        assert len(managers) >= 1
+        cached["metadata"]["labels"]["c"] = "3"
+        updated = await c.request("PUT", "/api/v1/namespaces/default/pods/mf-a", cached)
+        assert {e["manager"] for e in updated["metadata"]["managedFields"]} >= managers
+        assert any("f:c" in str(e.get("fieldsV1")) for e in updated["metadata"]["managedFields"])
+        await runner.pods.stop()
+        await c.delete(pods, "mf-a", "default", grace_period=0)
+        await c.close()
+
+    asyncio.run(main())
