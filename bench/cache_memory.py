@@ -110,9 +110,8 @@ def _traced_by_line(snap: tracemalloc.Snapshot) -> dict[int, int]:
 def _settle(caches: Any) -> None:
     """The history as it is FRESH_SECONDS after the last event (every event packed, where events are packed)."""
     for c in caches:
-        for ce in c.history:
-            if hasattr(ce, "pack"):
-                ce.pack()
+        if hasattr(c, "pack_older"):
+            c.pack_older(float("inf"))
 
 
 def _forget(c: Any) -> None:

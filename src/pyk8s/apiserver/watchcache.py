@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from ..storage import DELETE, PUT, CompactedError, Event, KeyValue, Store, StoreError
+from .compact import compact
 from .jsonwire import NEWLINE, go_escape
 from .listsnapshot import Snapshot, Snapshots
 
@@ -268,6 +269,7 @@ class ResourceCache:
         self.objects.clear()
         self.by_namespace.clear()
         for key, obj in items:
+            compact(obj)
             self._put(key, obj)
         self.rev = rev
         self.oldest = rev
@@ -322,15 +324,25 @@ class ResourceCache:
         fresh = self._fresh
         fresh.append(ce)
         if len(fresh) > FRESH_MAX_EVENTS or fresh[0].ts < ce.ts - FRESH_SECONDS:
-            cutoff = ce.ts - FRESH_SECONDS
-            while fresh and (len(fresh) > FRESH_MAX_EVENTS or fresh[0].ts < cutoff):
-                fresh.popleft().pack()
+            self.pack_older(ce.ts - FRESH_SECONDS)
         if len(h) > HISTORY_MIN_EVENTS:
             cutoff = time.monotonic() - HISTORY_SECONDS
             while len(h) > HISTORY_MIN_EVENTS and (h[0].ts < cutoff or len(h) > HISTORY_MAX_EVENTS):
                 old = h.popleft()
                 self.oldest = old.rev
             self.snapshots.forget_before(self.oldest)
+
+    def pack_older(self, cutoff: float) -> None:
+        """Pack the history's events from before cutoff (and all but FRESH_MAX_EVENTS); compact
+        the objects still current among theirs, once their writes have settled."""
+        fresh = self._fresh
+        objects = self.objects
+        while fresh and (len(fresh) > FRESH_MAX_EVENTS or fresh[0].ts < cutoff):
+            old = fresh.popleft()
+            o = old._obj
+            if o is not None and objects.get(old.key) is o:
+                compact(o)
+            old.pack()
 
     def list(self, namespace: str | None) -> list[dict[str, Any]]:
         if namespace is None:
