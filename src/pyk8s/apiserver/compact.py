@@ -15,6 +15,7 @@ after its write (and on load), so a burst of writes to one object costs one pass
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["compact"]
@@ -41,27 +42,20 @@ def compact(obj: dict[str, Any]) -> None:
 
 
 def _dict(d: dict[str, Any]) -> None:
-    for k, v in d.items():
+    _walk(d, d.items())
+
+
+def _walk(container: Any, pairs: Iterable[tuple[Any, Any]]) -> None:
+    """Intern the short strings among container's values (pairs: its keys or indexes and values)."""
+    for k, v in pairs:
         t = type(v)
         if t is str:
             if len(v) <= MAX_INTERNED:
-                d[k] = _intern(v)
+                container[k] = _intern(v)
         elif t is dict:
-            _dict(v)
+            _walk(v, v.items())
         elif t is list:
-            _list(v)
-
-
-def _list(items: list[Any]) -> None:
-    for i, v in enumerate(items):
-        t = type(v)
-        if t is str:
-            if len(v) <= MAX_INTERNED:
-                items[i] = _intern(v)
-        elif t is dict:
-            _dict(v)
-        elif t is list:
-            _list(v)
+            _walk(v, enumerate(v))
 
 
 def _fields(fv: dict[str, Any]) -> None:
