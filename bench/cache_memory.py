@@ -117,18 +117,27 @@ def _settle(caches: Any) -> None:
 def _forget(c: Any) -> None:
     """Only the current objects: no history, no snapshots."""
     c.history.clear()
-    if hasattr(c, "_fresh"):
-        c._fresh.clear()
+    for extra in ("_fresh", "_latest"):  # what newer caches keep beside the history
+        if hasattr(c, extra):
+            getattr(c, extra).clear()
     c.snapshots.clear()
 
 
 def _event(last: dict[str, KeyValue], rev: int, key: str, created: int, deleted: int, value: bytes | None) -> Event:
-    """A row of the log as the store's event, with the previous value as the embedded store gives it."""
+    """A row of the log as the embedded store's event: its value and the previous one, each a
+    fresh bytes object (allocated while traced), as the store's write and its read of the
+    previous row give them."""
     prev = last.pop(key, None)
+    if prev is not None:
+        prev = KeyValue(key, _copy(prev.value), prev.create_revision, prev.mod_revision)
     if deleted:
         return Event(DELETE, KeyValue(key, prev.value if prev else b"{}", created, rev), rev, prev)
-    kv = last[key] = KeyValue(key, value or b"{}", created, rev)
+    kv = last[key] = KeyValue(key, _copy(value or b"{}"), created, rev)
     return Event(PUT, kv, rev, prev)
+
+
+def _copy(b: bytes) -> bytes:
+    return memoryview(b).tobytes()
 
 
 def replay(db: str) -> None:
@@ -192,7 +201,7 @@ def _one(db: str, prefix: str) -> None:
     last: dict[str, KeyValue] = {}
     for rev, key, created, deleted, value in rows:
         c.apply(_event(last, rev, key, created, deleted, value)).json_chunk()
-    del last
+    del last, rows  # the store keeps no values: what the cache still holds counts
     _settle([c])
     gc.collect()
     full = tracemalloc.get_traced_memory()[0]

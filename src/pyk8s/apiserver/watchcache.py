@@ -71,16 +71,20 @@ class CacheEvent:
 
     A young event holds both objects as dicts: watchers' filters, the listeners and lagging
     watchers read them. Once FRESH_SECONDS old (or FRESH_MAX_EVENTS deep) the history keeps it
-    packed (pack()): the chunk it was sent as, or its stored value, and the previous object's
-    stored value, decoded again only when read (a watch resuming from an older resourceVersion
-    with a selector or in another version). A replayed 200-node, 1,000-pod run
-    (bench/cache_memory.py) held a pod event in ~21 KB as dicts, a lease event in ~7.5 KB.
+    packed (pack()): the chunk it was sent as, or its stored value; the previous object is the
+    previous event of its key while the history holds that (`prev_ev`), else its stored value.
+    Both are decoded again only when read (a watch resuming from an older resourceVersion with a
+    selector or in another version). A replayed 200-node, 1,000-pod run (bench/cache_memory.py)
+    held a pod event in ~21 KB as dicts, a lease event in ~7.5 KB.
     """
 
-    __slots__ = ("type", "_obj", "_prev", "rev", "key", "ts", "_value", "_prev_value", "_prev_rev", "_chunk", "_line")
+    __slots__ = ("type", "_obj", "_prev", "rev", "key", "ts", "_value", "_prev_value", "_prev_rev", "_prev_ev",
+                 "_chunk", "_line")
 
     def __init__(self, type: str, obj: dict[str, Any], prev: dict[str, Any] | None, rev: int, key: str,
-                 value: bytes | None = None, prev_kv: KeyValue | None = None) -> None:
+                 value: bytes | None = None, prev_kv: KeyValue | None = None,
+                 prev_ev: CacheEvent | None = None) -> None:
+        """prev_ev: the event that wrote prev, when the history holds it."""
         self.type = type
         self._obj: dict[str, Any] | None = obj
         self._prev = prev
@@ -91,7 +95,8 @@ class CacheEvent:
         self._value = value or None
         self._prev_value: bytes | None = None
         self._prev_rev = 0
-        if prev is not None and prev_kv is not None and prev_kv.value \
+        self._prev_ev = prev_ev
+        if prev_ev is None and prev is not None and prev_kv is not None and prev_kv.value \
                 and (prev.get("metadata") or {}).get("resourceVersion") == str(prev_kv.mod_revision):
             self._prev_value = prev_kv.value
             self._prev_rev = prev_kv.mod_revision
@@ -113,8 +118,12 @@ class CacheEvent:
     @property
     def prev(self) -> dict[str, Any] | None:
         p = self._prev
-        if p is not None or self._prev_value is None:
+        if p is not None:
             return p
+        if self._prev_ev is not None:
+            return self._prev_ev.obj
+        if self._prev_value is None:
+            return None
         return decode(self._prev_value, self._prev_rev)
 
     def pack(self) -> None:
@@ -122,9 +131,9 @@ class CacheEvent:
         if self._obj is None:
             return
         p = self._prev
-        if p is not None and self._prev_value is None:
+        if p is not None and self._prev_value is None and self._prev_ev is None:
             # no stored previous value came with the event (a resync, or a store without it)
-            self._prev_value = orjson.dumps(p)
+            self._prev_value = memoryview(orjson.dumps(p)).tobytes()
             self._prev_rev = int((p.get("metadata") or {}).get("resourceVersion") or 0)
         self._prev = None
         v = self._value
@@ -250,6 +259,7 @@ class ResourceCache:
         self.by_namespace: dict[str, dict[str, dict[str, Any]]] = {}
         self.history: deque[CacheEvent] = deque()
         self._fresh: deque[CacheEvent] = deque()  # the history's events not packed yet, oldest first
+        self._latest: dict[str, CacheEvent] = {}  # key -> its newest event, while the history holds it
         self.rev = 0  # the cache reflects the store up to this revision
         self.oldest = 0  # watches may start from any revision >= oldest
         self.watchers: set[Watcher] = set()
@@ -275,6 +285,7 @@ class ResourceCache:
         self.oldest = rev
         self.changed_rev = rev
         self.snapshots.clear()
+        self._latest.clear()
 
     def _put(self, key: str, obj: dict[str, Any]) -> None:
         self.objects[key] = obj
@@ -301,7 +312,7 @@ class ResourceCache:
             # the deleted object as last stored, with the deletion's revision (as upstream)
             obj = decode(ev.kv.value, ev.revision) if prev is None else _with_rv(prev, ev.revision)
             self._drop(key)
-            ce = CacheEvent(DELETED, obj, prev, ev.revision, key, ev.kv.value, ev.prev)
+            ce = CacheEvent(DELETED, obj, prev, ev.revision, key, ev.kv.value, ev.prev, self._writer_of(key, prev))
         else:
             if built is not None:
                 obj = built
@@ -309,7 +320,8 @@ class ResourceCache:
             else:
                 obj = decode(ev.kv.value, ev.revision)
             self._put(key, obj)
-            ce = CacheEvent(ADDED if prev is None else MODIFIED, obj, prev, ev.revision, key, ev.kv.value, ev.prev)
+            ce = CacheEvent(ADDED if prev is None else MODIFIED, obj, prev, ev.revision, key, ev.kv.value, ev.prev,
+                            self._writer_of(key, prev))
         self.rev = ev.revision
         self._remember(ce)
         for w in list(self.watchers):
@@ -318,9 +330,19 @@ class ResourceCache:
             fn(ce)
         return ce
 
+    def _writer_of(self, key: str, prev: dict[str, Any] | None) -> CacheEvent | None:
+        """The history's event that wrote prev (key's current object, about to change)."""
+        if prev is None:
+            return None
+        last = self._latest.get(key)
+        if last is not None and str(last.rev) == (prev.get("metadata") or {}).get("resourceVersion"):
+            return last
+        return None
+
     def _remember(self, ce: CacheEvent) -> None:
         h = self.history
         h.append(ce)
+        self._latest[ce.key] = ce
         fresh = self._fresh
         fresh.append(ce)
         if len(fresh) > FRESH_MAX_EVENTS or fresh[0].ts < ce.ts - FRESH_SECONDS:
@@ -330,6 +352,11 @@ class ResourceCache:
             while len(h) > HISTORY_MIN_EVENTS and (h[0].ts < cutoff or len(h) > HISTORY_MAX_EVENTS):
                 old = h.popleft()
                 self.oldest = old.rev
+                # no watch starts before it any more: its previous object is not needed, and the
+                # event after it (its successor's prev_ev) keeps only it, not a chain
+                old._prev_ev = old._prev_value = None
+                if self._latest.get(old.key) is old:
+                    del self._latest[old.key]
             self.snapshots.forget_before(self.oldest)
 
     def pack_older(self, cutoff: float) -> None:
@@ -549,6 +576,7 @@ class CacheSet:
             # history is no longer in revision order: watches resume only from here, after a re-list
             c.history.clear()
             c._fresh.clear()
+            c._latest.clear()
             c.snapshots.clear()
             c.rev = c.oldest = c.changed_rev = rev
             for w in list(c.watchers):
