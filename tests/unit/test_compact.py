@@ -1,4 +1,4 @@
-"""Cached objects compacted in place (apiserver/compact.py) and when the watch cache does it."""
+"""Cached objects compacted in place (api/compact.py) and when the watch cache does it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
+from pyk8s.api.compact import compact
 from pyk8s.apiserver import watchcache
-from pyk8s.apiserver.compact import compact
 from pyk8s.apiserver.watchcache import ResourceCache
 from pyk8s.storage import PUT, Event, KeyValue
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
+from ..api.compact import compact
 from ..storage import DELETE, PUT, CompactedError, Event, KeyValue, Store, StoreError
-from .compact import compact
 from .jsonwire import NEWLINE, go_escape
 from .listsnapshot import Snapshot, Snapshots
 

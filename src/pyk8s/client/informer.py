@@ -10,9 +10,12 @@ import asyncio
 import builtins
 import logging
 import random
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ..api.compact import compact as compact_object
 from ..api.errors import StatusError
 from .rest import GVR, Client, obj_key
 
@@ -21,6 +24,9 @@ log = logging.getLogger("pyk8s.informer")
 __all__ = ["Informer", "InformerFactory", "namespace_index", "strip_managed_fields"]
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
+
+# compact=True: an object still stored this long after it arrived is compacted (api/compact.py)
+SETTLE_SECONDS = 2.0
 
 Handler = Callable[..., Any]
 
@@ -41,11 +47,17 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
 
 class Informer:
     def __init__(self, client: Client, gvr: GVR, namespace: str | None = None, label_selector: str | None = None,
-                 field_selector: str | None = None, resync: float = 0.0, transform: Transform | None = None) -> None:
+                 field_selector: str | None = None, resync: float = 0.0, transform: Transform | None = None,
+                 compact: bool = False) -> None:
         """transform: applied to every object before it is stored and handed to handlers (client-go's
-        SetTransform); it may change the object, which this informer alone holds."""
+        SetTransform); it may change the object, which this informer alone holds. compact: objects
+        that stay stored SETTLE_SECONDS are compacted in place (equal values: handlers holding them
+        see no change), once per write however many writes a burst brings."""
         self.client = client
         self.transform = transform
+        self.compact = compact
+        self._young: deque[tuple[float, str, dict[str, Any]]] = deque()
+        self._settle_handle: asyncio.TimerHandle | None = None
         self.gvr = gvr
         self.namespace = namespace
         self.label_selector = label_selector
@@ -106,6 +118,9 @@ class Informer:
                 except (asyncio.CancelledError, Exception):
                     pass
         self._task = self._resync_task = None
+        if self._settle_handle is not None:
+            self._settle_handle.cancel()
+            self._settle_handle = None
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.synced.wait(), timeout)
@@ -151,10 +166,27 @@ class Informer:
             self._index_remove(key, old)
         self.store[key] = obj
         self._index_add(key, obj)
+        if self.compact:
+            self._young.append((time.monotonic(), key, obj))
+            if self._settle_handle is None:
+                self._settle_handle = asyncio.get_running_loop().call_later(SETTLE_SECONDS, self._settle)
         if old is None:
             self._dispatch(0, obj)
         else:
             self._dispatch(1, old, obj)
+
+    def _settle(self) -> None:
+        """Compact the objects stored SETTLE_SECONDS ago that are still the stored ones."""
+        self._settle_handle = None
+        young, store = self._young, self.store
+        cutoff = time.monotonic() - SETTLE_SECONDS
+        while young and young[0][0] <= cutoff:
+            _, key, obj = young.popleft()
+            if store.get(key) is obj:
+                compact_object(obj)
+        if young:
+            delay = young[0][0] + SETTLE_SECONDS - time.monotonic()
+            self._settle_handle = asyncio.get_running_loop().call_later(max(delay, 0.05), self._settle)
 
     def _replace(self, items: builtins.list[dict[str, Any]]) -> None:
         new_keys = set()
@@ -229,10 +261,12 @@ class Informer:
 class InformerFactory:
     """One informer per (resource, namespace): shared by every controller of a process."""
 
-    def __init__(self, client: Client, resync: float = 0.0, transform: Transform | None = None) -> None:
+    def __init__(self, client: Client, resync: float = 0.0, transform: Transform | None = None,
+                 compact: bool = False) -> None:
         self.client = client
         self.resync = resync
         self.transform = transform  # every informer's (see Informer)
+        self.compact = compact
         self._informers: dict[tuple[GVR, str | None, str | None], Informer] = {}
 
     def informer(self, gvr: GVR, namespace: str | None = None, label_selector: str | None = None,
@@ -240,7 +274,8 @@ class InformerFactory:
         key = (gvr, namespace, f"{label_selector}|{field_selector}")
         inf = self._informers.get(key)
         if inf is None:
-            inf = Informer(self.client, gvr, namespace, label_selector, field_selector, self.resync, self.transform)
+            inf = Informer(self.client, gvr, namespace, label_selector, field_selector, self.resync, self.transform,
+                           self.compact)
             self._informers[key] = inf  # type: ignore[index]
         return inf
 

@@ -177,8 +177,9 @@ class ControllerManager:
             await self._run()
 
     async def _run(self) -> None:
-        # as kube-controller-manager's shared informers: no managedFields in the cache (memory)
-        self.informers = InformerFactory(self.client, transform=strip_managed_fields)
+        # as kube-controller-manager's shared informers: no managedFields in the cache; settled objects
+        # compacted (memory)
+        self.informers = InformerFactory(self.client, transform=strip_managed_fields, compact=True)
         ctx = ControllerContext(self.client, self.informers, self.options, self.root_ca,
                                 workqueue_metrics=self.metrics.workqueue if self.metrics is not None else None)
         self.controllers = []

@@ -110,8 +110,8 @@ class SchedulerRunner:
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.parallel_binds = parallel_binds
         self.leader_election = dict(leader_election or {})
-        # as kube-scheduler's informers: no managedFields in the cache (memory)
-        self.informers = InformerFactory(client, transform=strip_managed_fields)
+        # as kube-scheduler's informers: no managedFields in the cache; settled objects compacted (memory)
+        self.informers = InformerFactory(client, transform=strip_managed_fields, compact=True)
         self.pods = self.informers.informer(PODS)
         self.nodes = self.informers.informer(NODES)
         self.namespaces = self.informers.informer(NAMESPACES)

@@ -1,4 +1,4 @@
-"""Smaller cached objects: equal strings shared, and managedFields' empty-set markers shared.
+"""Smaller cached objects (watch cache, informers): equal strings and managedFields' empty sets shared.
 
 The watch cache holds every object as dicts, several times its JSON (a pod of 3.6 KB of JSON
 took 24.5 KB). orjson already shares dict keys; the values repeat across objects too
@@ -9,7 +9,8 @@ and each empty dict under a fieldsV1 becomes one shared empty dict (field sets a
 read: apply decodes them into its own sets). On a replayed 200-node, 1,000-pod run
 (bench/cache_memory.py) a current pod went from 24.5 KB to ~15.7 KB, a node from 13.1 KB to
 ~7.7 KB. The watch cache compacts an object once, when it is still current FRESH_SECONDS
-after its write (and on load), so a burst of writes to one object costs one pass.
+after its write (and on load), so a burst of writes to one object costs one pass; informers
+created with compact=True (the scheduler's, the controller-manager's) do the same.
 """
 
 from __future__ import annotations
