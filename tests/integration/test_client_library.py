@@ -156,6 +156,7 @@ def test_compacting_informers_share_equal_strings_once_objects_settle(cluster, m
     from pyk8s.client import informer as informer_mod
 
     monkeypatch.setattr(informer_mod, "SETTLE_SECONDS", 0.2)
+    monkeypatch.setattr(informer_mod, "SETTLE_BATCH", 1)  # one object per turn: the rest on later turns
 
     async def main():
         c = Client.from_kubeconfig(cluster.kubeconfig)

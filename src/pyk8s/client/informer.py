@@ -27,6 +27,7 @@ Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 # compact=True: an object still stored this long after it arrived is compacted (api/compact.py)
 SETTLE_SECONDS = 2.0
+SETTLE_BATCH = 500  # objects compacted per turn of the loop
 
 Handler = Callable[..., Any]
 
@@ -180,13 +181,15 @@ class Informer:
         self._settle_handle = None
         young, store = self._young, self.store
         cutoff = time.monotonic() - SETTLE_SECONDS
-        while young and young[0][0] <= cutoff:
+        budget = SETTLE_BATCH  # a list of thousands settles in parts, other callbacks running between
+        while young and young[0][0] <= cutoff and budget:
             _, key, obj = young.popleft()
             if store.get(key) is obj:
                 compact_object(obj)
+                budget -= 1
         if young:
-            delay = young[0][0] + SETTLE_SECONDS - time.monotonic()
-            self._settle_handle = asyncio.get_running_loop().call_later(max(delay, 0.05), self._settle)
+            delay = young[0][0] + SETTLE_SECONDS - time.monotonic() if budget else 0.0
+            self._settle_handle = asyncio.get_running_loop().call_later(max(delay, 0.01), self._settle)
 
     def _replace(self, items: builtins.list[dict[str, Any]]) -> None:
         new_keys = set()
