@@ -49,9 +49,12 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _component(server_pid: int, which: str) -> list[int]:
-    """The pids of the server's "scheduler" or "controller-manager" process (none when in-process)."""
-    from .report import controller_manager_pids, scheduler_pids
+    """The pids of the server's "scheduler", "controller-manager" or "metrics-server" process (none when
+    in-process or disabled)."""
+    from .report import _children, controller_manager_pids, scheduler_pids
 
+    if which == "metrics-server":
+        return _children(server_pid, lambda argv: b"metrics-server" in argv and b"--kubeconfig" in argv)
     return (scheduler_pids if which == "scheduler" else controller_manager_pids)(server_pid)
 
 
@@ -178,6 +181,7 @@ async def _pods_phase(c: Any, cluster: Any, sim: Any, ns: str, prebound: bool) -
     res["server_rss"] = _proc_kib(cluster.proc.pid, "VmRSS") / 1024
     res["scheduler_rss"] = _component_kib(cluster.proc.pid, "scheduler", "VmRSS") / 1024
     res["cm_rss"] = _component_kib(cluster.proc.pid, "controller-manager", "VmRSS") / 1024
+    res["ms_rss"] = _component_kib(cluster.proc.pid, "metrics-server", "VmRSS") / 1024
     res["sim_rss"] = _proc_kib(sim.pid, "VmRSS") / 1024
 
     dit = iter(range(N_PODS))
@@ -245,6 +249,7 @@ async def run(cluster: Any, sim_cmd: list[str]) -> dict[str, Any]:
     res["server_hwm"] = _proc_kib(cluster.proc.pid, "VmHWM") / 1024
     res["scheduler_hwm"] = _component_kib(cluster.proc.pid, "scheduler", "VmHWM") / 1024
     res["cm_hwm"] = _component_kib(cluster.proc.pid, "controller-manager", "VmHWM") / 1024
+    res["ms_hwm"] = _component_kib(cluster.proc.pid, "metrics-server", "VmHWM") / 1024
     res["sim_hwm"] = _proc_kib(sim.pid, "VmHWM") / 1024
     res["server_cpu"] = _control_plane_cpu(cluster.proc.pid)
     res["sim_cpu"] = _cpu_seconds(sim.pid)
@@ -308,6 +313,7 @@ def main() -> None:
         row("scheduler process RSS with the pods Running", ph["scheduler_rss"], "MiB")
         if not cm_inprocess:
             row("controller-manager RSS with the pods Running", ph["cm_rss"], "MiB")
+        row("metrics-server RSS with the pods Running", ph["ms_rss"], "MiB")
         row("simulator RSS with the pods Running", ph["sim_rss"], "MiB")
         if ph["create_errors"]:
             row("pod create errors", ph["create_errors"], "")
@@ -315,6 +321,7 @@ def main() -> None:
     row("scheduler process peak RSS", r["scheduler_hwm"], "MiB")
     if not cm_inprocess:
         row("controller-manager peak RSS", r["cm_hwm"], "MiB")
+    row("metrics-server peak RSS", r["ms_hwm"], "MiB")
     row("simulator peak RSS", r["sim_hwm"], "MiB")
     row("server CPU time, whole run (with its components)", r["server_cpu"], "s")
     row("  of which the scheduler process", r["sched_cpu"], "s")

@@ -106,3 +106,79 @@ def test_event_recorder_combines_similar_events_and_filters_spam(cluster):
         await c.close()
 
     asyncio.run(main())
+
+
+def test_scheduler_informers_keep_no_managed_fields_and_updates_keep_the_stored_ones(cluster):
+    """As kube-scheduler's and kube-controller-manager's informers (their transform sets managedFields
+    to nil): the cache holds objects without them, and writing such an object back with an update
+    keeps the entries the server stored (upstream: a nil managedFields in an update is not a reset)."""
+    from pyk8s.scheduler.runner import SchedulerRunner
+
+    pods = ("", "v1", "pods")
+
+    async def main():
+        c = Client.from_kubeconfig(cluster.kubeconfig)
+        await c.create(pods, {"metadata": {"name": "mf-a", "namespace": "default", "labels": {"a": "1"}},
+                              "spec": {"containers": [{"name": "c", "image": "pause"}]}})
+        runner = SchedulerRunner(c, leader_elect=False)
+        seen = []
+        runner.pods.add_handlers(on_add=seen.append, on_update=lambda o, n: seen.append(n))
+        runner.pods.start()
+        await runner.pods.wait_synced(10)
+        await c.patch(pods, "mf-a", {"metadata": {"labels": {"b": "2"}}}, "default")
+        for _ in range(100):
+            if any(o["metadata"]["labels"].get("b") for o in seen):
+                break
+            await asyncio.sleep(0.05)
+        cached = runner.pods.get("default/mf-a")
+        assert cached is not None and cached["metadata"]["labels"] == {"a": "1", "b": "2"}
+        assert all("managedFields" not in o["metadata"] for o in [*seen, cached])
+        stored = await c.get(pods, "mf-a", "default")
+        managers = {e["manager"] for e in stored["metadata"]["managedFields"]}
+        assert len(managers) >= 1
+        cached["metadata"]["labels"]["c"] = "3"
+        # unconditional (the scheduler may write the pod's status meanwhile), as pods allow
+        body = {**cached, "metadata": {k: v for k, v in cached["metadata"].items() if k != "resourceVersion"}}
+        updated = await c.request("PUT", "/api/v1/namespaces/default/pods/mf-a", body)
+        assert {e["manager"] for e in updated["metadata"]["managedFields"]} >= managers
+        assert any("f:c" in str(e.get("fieldsV1")) for e in updated["metadata"]["managedFields"])
+        await runner.pods.stop()
+        await c.delete(pods, "mf-a", "default", grace_period=0)
+        await c.close()
+
+    asyncio.run(main())
+
+
+def test_compacting_informers_share_equal_strings_once_objects_settle(cluster, monkeypatch):
+    """compact=True (the scheduler's and the controller-manager's informers): an object still
+    stored SETTLE_SECONDS after it arrived is rewritten with shared equal strings, and stays equal
+    to what the server holds."""
+    from pyk8s.client import informer as informer_mod
+
+    monkeypatch.setattr(informer_mod, "SETTLE_SECONDS", 0.2)
+    monkeypatch.setattr(informer_mod, "SETTLE_BATCH", 1)  # one object per turn: the rest on later turns
+
+    async def main():
+        c = Client.from_kubeconfig(cluster.kubeconfig)
+        for name in ("cmp-a", "cmp-b"):
+            await c.create(CM, {"metadata": {"name": name, "namespace": "default", "labels": {"tier": "backend-x"}},
+                                "data": {"k": "same-value"}})
+        f = InformerFactory(c, compact=True)
+        inf = f.informer(CM, "default", label_selector="tier=backend-x")
+        f.start()
+        await f.wait_synced(10)
+        a, b = inf.get("default/cmp-a"), inf.get("default/cmp-b")
+        assert a["data"]["k"] == b["data"]["k"]
+        for _ in range(100):
+            if a["data"]["k"] is b["data"]["k"]:
+                break
+            await asyncio.sleep(0.05)
+        assert a["data"]["k"] is b["data"]["k"]
+        assert a["metadata"]["labels"]["tier"] is b["metadata"]["labels"]["tier"]
+        assert a == await c.get(CM, "cmp-a", "default")
+        await f.stop()
+        for name in ("cmp-a", "cmp-b"):
+            await c.delete(CM, name, "default")
+        await c.close()
+
+    asyncio.run(main())

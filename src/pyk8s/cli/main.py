@@ -242,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
         from .. import gctune
 
         gctune.tune()
+    if args.command in ("server", "scheduler", "controller-manager", "sim", "agent", "metrics-server"):
+        from .. import malloctune
+
+        malloctune.tune()
     if args.command == "server":
         return _run(_server(args), args.v)
     if args.command == "image":

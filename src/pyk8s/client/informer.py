@@ -10,15 +10,24 @@ import asyncio
 import builtins
 import logging
 import random
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ..api.compact import compact as compact_object
 from ..api.errors import StatusError
 from .rest import GVR, Client, obj_key
 
 log = logging.getLogger("pyk8s.informer")
 
-__all__ = ["Informer", "InformerFactory", "namespace_index"]
+__all__ = ["Informer", "InformerFactory", "namespace_index", "strip_managed_fields"]
+
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+
+# compact=True: an object still stored this long after it arrived is compacted (api/compact.py)
+SETTLE_SECONDS = 2.0
+SETTLE_BATCH = 500  # objects compacted per turn of the loop
 
 Handler = Callable[..., Any]
 
@@ -27,10 +36,29 @@ def namespace_index(obj: dict[str, Any]) -> list[str]:
     return [(obj.get("metadata") or {}).get("namespace", "")]
 
 
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """An informer transform, as kube-scheduler's and kube-controller-manager's: their caches drop
+    metadata.managedFields, 40% of a pod held as dicts, which no controller reads (an update
+    without managedFields keeps the stored ones)."""
+    md = obj.get("metadata")
+    if md is not None and "managedFields" in md:
+        del md["managedFields"]
+    return obj
+
+
 class Informer:
     def __init__(self, client: Client, gvr: GVR, namespace: str | None = None, label_selector: str | None = None,
-                 field_selector: str | None = None, resync: float = 0.0) -> None:
+                 field_selector: str | None = None, resync: float = 0.0, transform: Transform | None = None,
+                 compact: bool = False) -> None:
+        """transform: applied to every object before it is stored and handed to handlers (client-go's
+        SetTransform); it may change the object, which this informer alone holds. compact: objects
+        that stay stored SETTLE_SECONDS are compacted in place (equal values: handlers holding them
+        see no change), once per write however many writes a burst brings."""
         self.client = client
+        self.transform = transform
+        self.compact = compact
+        self._young: deque[tuple[float, str, dict[str, Any]]] = deque()
+        self._settle_handle: asyncio.TimerHandle | None = None
         self.gvr = gvr
         self.namespace = namespace
         self.label_selector = label_selector
@@ -91,6 +119,9 @@ class Informer:
                 except (asyncio.CancelledError, Exception):
                     pass
         self._task = self._resync_task = None
+        if self._settle_handle is not None:
+            self._settle_handle.cancel()
+            self._settle_handle = None
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.synced.wait(), timeout)
@@ -122,6 +153,8 @@ class Informer:
                     log.exception("informer %s handler failed", self.gvr[2])
 
     def _apply(self, typ: str, obj: dict[str, Any]) -> None:
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = obj_key(obj)
         old = self.store.get(key)
         if typ == "DELETED":
@@ -134,10 +167,29 @@ class Informer:
             self._index_remove(key, old)
         self.store[key] = obj
         self._index_add(key, obj)
+        if self.compact:
+            self._young.append((time.monotonic(), key, obj))
+            if self._settle_handle is None:
+                self._settle_handle = asyncio.get_running_loop().call_later(SETTLE_SECONDS, self._settle)
         if old is None:
             self._dispatch(0, obj)
         else:
             self._dispatch(1, old, obj)
+
+    def _settle(self) -> None:
+        """Compact the objects stored SETTLE_SECONDS ago that are still the stored ones."""
+        self._settle_handle = None
+        young, store = self._young, self.store
+        cutoff = time.monotonic() - SETTLE_SECONDS
+        budget = SETTLE_BATCH  # a list of thousands settles in parts, other callbacks running between
+        while young and young[0][0] <= cutoff and budget:
+            _, key, obj = young.popleft()
+            if store.get(key) is obj:
+                compact_object(obj)
+                budget -= 1
+        if young:
+            delay = young[0][0] + SETTLE_SECONDS - time.monotonic() if budget else 0.0
+            self._settle_handle = asyncio.get_running_loop().call_later(max(delay, 0.01), self._settle)
 
     def _replace(self, items: builtins.list[dict[str, Any]]) -> None:
         new_keys = set()
@@ -212,9 +264,12 @@ class Informer:
 class InformerFactory:
     """One informer per (resource, namespace): shared by every controller of a process."""
 
-    def __init__(self, client: Client, resync: float = 0.0) -> None:
+    def __init__(self, client: Client, resync: float = 0.0, transform: Transform | None = None,
+                 compact: bool = False) -> None:
         self.client = client
         self.resync = resync
+        self.transform = transform  # every informer's (see Informer)
+        self.compact = compact
         self._informers: dict[tuple[GVR, str | None, str | None], Informer] = {}
 
     def informer(self, gvr: GVR, namespace: str | None = None, label_selector: str | None = None,
@@ -222,7 +277,8 @@ class InformerFactory:
         key = (gvr, namespace, f"{label_selector}|{field_selector}")
         inf = self._informers.get(key)
         if inf is None:
-            inf = Informer(self.client, gvr, namespace, label_selector, field_selector, self.resync)
+            inf = Informer(self.client, gvr, namespace, label_selector, field_selector, self.resync, self.transform,
+                           self.compact)
             self._informers[key] = inf  # type: ignore[index]
         return inf
 

@@ -21,7 +21,7 @@ import logging
 from typing import Any
 
 from ..api.errors import StatusError
-from ..client import Informer
+from ..client import Informer, strip_managed_fields
 from .base import Controller, ControllerContext
 from .garbagecollector_graph import FOREGROUND, ORPHAN, Graph, Identity, Node
 from .garbagecollector_metadata import APIResource, Discovery, MetadataClient, discover
@@ -90,7 +90,8 @@ class GarbageCollector(Controller):
         for gvr, res in wanted.items():
             if gvr in self.monitors:
                 continue
-            inf = Informer(MetadataClient(self.client, res), gvr)  # type: ignore[arg-type]
+            # the graph reads owners, finalizers and deletion: no managedFields kept (memory)
+            inf = Informer(MetadataClient(self.client, res), gvr, transform=strip_managed_fields)  # type: ignore[arg-type]
             inf.add_handlers(on_add=self.graph.on_add, on_update=self.graph.on_update,
                              on_delete=self.graph.on_delete)
             self.monitors[gvr] = inf

@@ -11,7 +11,7 @@ import importlib
 import logging
 from typing import Any
 
-from ..client import Client, InformerFactory, LeaderElector
+from ..client import Client, InformerFactory, LeaderElector, strip_managed_fields
 from ..client.leaderelection import default_identity
 from .base import Controller, ControllerContext
 
@@ -177,7 +177,9 @@ class ControllerManager:
             await self._run()
 
     async def _run(self) -> None:
-        self.informers = InformerFactory(self.client)
+        # as kube-controller-manager's shared informers: no managedFields in the cache; settled objects
+        # compacted (memory)
+        self.informers = InformerFactory(self.client, transform=strip_managed_fields, compact=True)
         ctx = ControllerContext(self.client, self.informers, self.options, self.root_ca,
                                 workqueue_metrics=self.metrics.workqueue if self.metrics is not None else None)
         self.controllers = []

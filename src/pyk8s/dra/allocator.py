@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.quantity import parse_quantity
-from .cel import CELError, compile_selector, device_activation, device_matches
 
 __all__ = ["Allocator", "AllocationError", "Candidate", "DeviceID", "allocated_devices", "node_slices",
            "slice_reaches_node"]
@@ -52,6 +51,8 @@ class Candidate:
 
     def activation(self) -> dict[str, Any]:
         if self._activation is None:
+            from .cel import device_activation
+
             self._activation = device_activation(self.id[0], self.basic)
         return self._activation
 
@@ -144,6 +145,9 @@ class Allocator:
         self._left: dict[CounterKey, int] = {}  # counters left during one allocate()
 
     def _matches(self, claim: Obj, req: Obj, dev: Candidate) -> bool:
+        # cel-python (with lark and pendulum) costs a process ~19 MB: loaded by the first selector
+        from .cel import CELError
+
         cls = self.classes(req.get("deviceClassName", ""))
         if cls is None:
             raise AllocationError(f"request {req.get('name')}: device class {req.get('deviceClassName')} does not exist")
@@ -271,6 +275,8 @@ _MATCHES_MAX = 200_000
 
 
 def _cached_match(expr: str, dev: Candidate) -> bool:
+    from .cel import compile_selector, device_matches
+
     if not dev.version:
         return device_matches(compile_selector(expr), dev.activation())
     key = (expr, dev.id, dev.version)

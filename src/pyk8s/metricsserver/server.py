@@ -47,14 +47,31 @@ def _status_response(e: E.StatusError) -> web.Response:
                         headers=dict(e.headers))
 
 
+# What the informers keep: the answers read a pod's labels, a node's labels and its kubelet's
+# address and port (as upstream's metrics-server holds pods as metadata only).
+_KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels")
+
+
+def _metadata_only(obj: dict[str, Any]) -> dict[str, Any]:
+    md = obj.get("metadata") or {}
+    return {"metadata": {k: md[k] for k in _KEPT_METADATA if k in md}}
+
+
+def _node_view(obj: dict[str, Any]) -> dict[str, Any]:
+    out = _metadata_only(obj)
+    st = obj.get("status") or {}
+    out["status"] = {k: st[k] for k in ("addresses", "daemonEndpoints") if k in st}
+    return out
+
+
 class MetricsServer:
     def __init__(self, client: Any, options: MetricsServerOptions, serving_cert_pem: bytes, serving_key_pem: bytes,
                  kubelet_ssl: ssl.SSLContext, kubelet_token: str | None = None) -> None:
         self.client = client
         self.options = options
         self.storage = MetricsStorage()
-        self.nodes = Informer(client, ("", "v1", "nodes"))
-        self.pods = Informer(client, ("", "v1", "pods"))
+        self.nodes = Informer(client, ("", "v1", "nodes"), transform=_node_view)
+        self.pods = Informer(client, ("", "v1", "pods"), transform=_metadata_only)
         self.metrics = api.MetricsAPI(self.storage, self.nodes, self.pods)
         self.scraper = Scraper(kubelet_ssl, kubelet_token, min(options.kubelet_request_timeout,
                                                                options.metric_resolution))

@@ -31,6 +31,7 @@ from typing import Any
 from ..api.errors import StatusError
 from ..api.timefmt import now_rfc3339
 from ..client import Client, EventRecorder, InformerFactory, LeaderElector, resource_path
+from ..client.informer import strip_managed_fields
 from .cache import Cache
 from .dra_binder import DRAView, bind_pod_claims
 from .extender import ExtenderError
@@ -109,7 +110,8 @@ class SchedulerRunner:
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.parallel_binds = parallel_binds
         self.leader_election = dict(leader_election or {})
-        self.informers = InformerFactory(client)
+        # as kube-scheduler's informers: no managedFields in the cache; settled objects compacted (memory)
+        self.informers = InformerFactory(client, transform=strip_managed_fields, compact=True)
         self.pods = self.informers.informer(PODS)
         self.nodes = self.informers.informer(NODES)
         self.namespaces = self.informers.informer(NAMESPACES)
