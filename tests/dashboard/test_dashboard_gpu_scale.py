@@ -51,23 +51,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.stop()
 
 
-@pytest.fixture(scope="module")
-def dashboard(cluster: Cluster) -> Iterator[Dashboard]:
-    d = Dashboard(cluster.kubeconfig).start()
-    yield d
-    d.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(dashboard: Dashboard) -> Iterator[Browser]:
-    b = Browser()
-    try:
-        b.get(dashboard.url)
-        yield b
-    finally:
-        b.quit()
-
-
 def _pod(name: str, limits: dict[str, str], requests: dict[str, str] | None = None,
          node_selector: dict[str, str] | None = None) -> str:
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox:1.36",

@@ -42,23 +42,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.stop()
 
 
-@pytest.fixture(scope="module")
-def dashboard(cluster: Cluster) -> Iterator[Dashboard]:
-    d = Dashboard(cluster.kubeconfig).start()
-    yield d
-    d.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(dashboard: Dashboard) -> Iterator[Browser]:
-    b = Browser()
-    try:
-        b.get(dashboard.url)
-        yield b
-    finally:
-        b.quit()
-
-
 def apply(c: Cluster, obj: dict[str, Any]) -> None:
     c.kubectl("apply", "-f", "-", input=json.dumps(obj))
 
