@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -114,10 +115,19 @@ def test_a_pod_bound_by_hand_cannot_overcommit_a_gpu(env: tuple[Env, Plugin]) ->
 
 
 def test_registers_again_after_a_kubelet_restart(env: tuple[Env, Plugin]) -> None:
-    e, _ = env
+    e, plugin = env
     e.agent.stop()
+    restarted = time.time()
     e.agent.start()
     e.wait(lambda: e.node_ready(), 60, "node Ready again")
+
+    def registered_again() -> bool:
+        # the new kubelet removed the plugin's sockets; the plugin serves anew and registers again. Until
+        # then the kubelet has no devices and would fail a GPU pod's admission (as upstream's does)
+        socks = [os.path.join(plugin.dir, f"pyk8s-gpu-{n}.sock") for n in ("count", "mem", "nvidia")]
+        return all(os.path.exists(f) and os.stat(f).st_mtime > restarted for f in socks) and allocatable(e) == WANT
+
+    e.wait(registered_again, 60, "the plugin registered with the new kubelet")
     script = "env | grep -E '^(NVIDIA|ALIYUN)' | sort; echo DONE; sleep 3600"
     e.create(busybox_pod("after", script, containers=[container(
         "c", script, resources={"limits": {"aliyun.com/gpu-mem": "8"}})]))
