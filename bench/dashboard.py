@@ -116,6 +116,9 @@ async def _pods(c: Any, browser: Any) -> dict[str, Any]:
     res["gap_min"] = min(gaps) if gaps else float("nan")
     res["gap_median"] = statistics.median(gaps) if gaps else float("nan")
     res["gap_max"] = max(gaps) if gaps else float("nan")
+    batches = [t for t in _page(browser, "return window.pyk8sScale.batchTimes") if p0 <= t <= p1]
+    res["event_gap_max"] = max((b - a for a, b in zip([p0, *batches], [*batches, p1], strict=True)),
+                               default=float("nan"))
     res["events"] = _page(browser, "return window.pyk8sScale.events")
     res["longest_frame"] = _page(browser, "return window.pyk8sScale.longestFrame")
     await inf.stop()
@@ -195,6 +198,7 @@ def main() -> None:
     row("  median interval between redraws", r["gap_median"], "ms")
     row("  shortest interval between redraws", r["gap_min"], "ms")
     row("  longest batch (apply events + draw) in the page", r["longest_frame"], "ms")
+    row("  longest interval between watch events reaching the page", r["event_gap_max"], "ms")
     row("watch events applied by the page", r["events"], "")
     row("page shows as many Running as the client, after", r["page_lag_s"], "s")
     print(f"  page: {r['page_counts']}")

@@ -28,6 +28,7 @@ export interface ScaleTimings {
   redraws: number;
   redrawTimes: number[]; // performance.now() of each redraw (the last 20,000)
   events: number; // watch events applied
+  batchTimes: number[]; // performance.now() of each batch of watch events applied (the last 20,000)
   longestFrame: number; // ms the longest batch took (apply + draw): the page's own share of a gap
   cell: number; // the layout: cell size in CSS px, cells per row
   cols: number;
@@ -79,7 +80,7 @@ export function Scale(_: PageProps) {
     const model = new ScaleModel();
     const st = state.current;
     st.model = model;
-    const t: ScaleTimings = { nodesListed: 0, firstRender: 0, nodes: 0, redraws: 0, redrawTimes: [], events: 0,
+    const t: ScaleTimings = { nodesListed: 0, firstRender: 0, nodes: 0, redraws: 0, redrawTimes: [], events: 0, batchTimes: [],
       longestFrame: 0, cell: 0, cols: 0 };
     window.pyk8sScale = t;
     const queue: [string, Obj, number][] = []; // type, object, feed (0 nodes, 1 pods)
@@ -144,12 +145,20 @@ export function Scale(_: PageProps) {
         else (type === "DELETED" ? model.deletePod(o) : model.setPod(o));
       }
       t.events += queue.length;
+      if (queue.length) {
+        // when events reached the page: a gap here is the cluster's, not the drawing's
+        t.batchTimes.push(start);
+        if (t.batchTimes.length > 20_000) t.batchTimes.splice(0, 10_000);
+      }
       queue.length = 0;
       const first = !t.firstRender && t.nodesListed > 0;
       if (model.allDirty || first) drawAll();
       else {
         const d = model.takeDirty();
-        if (!d.length) return;
+        if (!d.length) {
+          counts(); // a pod created or deleted without a node changes the counts, not a cell
+          return;
+        }
         for (const i of d) drawCell(i);
       }
       const now = performance.now();
