@@ -397,7 +397,12 @@ def test_without_priority_and_fairness_the_in_flight_limits_apply(tmp_path):
         r = _get(c, "/api/v1/namespaces", TOKENS["bob"])
         assert r.status == 200 and FS_HEADER not in r.headers and PL_HEADER not in r.headers
         holder.start_chunked_post("/api/v1/namespaces/default/configmaps")  # the one mutating slot
-        time.sleep(0.3)
+        deadline = time.monotonic() + 20  # until the held request has the slot (a dry run stores nothing)
+        while raw_request(c, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All",
+                          {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"}},
+                          headers={"Authorization": f"Bearer {TOKENS['bob']}"}, auth=False).status != 429:
+            assert time.monotonic() < deadline, "the held POST never took the mutating slot"
+            time.sleep(0.05)
         r = raw_request(c, "POST", "/api/v1/namespaces/default/configmaps",
                         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "second"}},
                         headers={"Authorization": f"Bearer {TOKENS['bob']}"}, auth=False)
