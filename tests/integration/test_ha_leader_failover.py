@@ -118,6 +118,8 @@ def test_one_leader_of_each_and_failover_without_duplicate_pods(tmp_path):
             for name in ("kube-controller-manager", "kube-scheduler"):
                 wait_for(lambda n=name: holder(other, n) not in ("", old_holders[n]), LEASE_DURATION + 2 * RETRY + 3,
                          f"the surviving server's {name} to take over")
+                # the Lease shows the new holder before its server's log line reaches our reader
+                wait_for(lambda n=name: leaders(other, n) >= 1, 5, f"the surviving server to log its {name} election")
                 assert leaders(other, name) == 1
             took = time.monotonic() - t0
             assert took <= LEASE_DURATION + 2 * RETRY + 3
