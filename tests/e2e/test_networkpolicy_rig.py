@@ -13,14 +13,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.cluster import REPO, Cluster, client_kubeconfig
+from tests.cluster import REPO, Cluster, client_kubeconfig, scratch_dir
 
 from .netpol_matrix import ALL, NAMESPACES, PODS, converge, expect
 from .netpol_rig import NODES, Rig, pod_manifest, requirements
@@ -36,7 +35,7 @@ def env() -> Iterator[tuple[Rig, Cluster, Any]]:
     try:
         rig.build()
         # the server listens on the host end of node0's link; node1 reaches it through the host
-        cluster = Cluster(tempfile.mkdtemp(prefix="pyk8s-netpol-"),
+        cluster = Cluster(scratch_dir("pyk8s-netpol-"),
                           ["--bind-address", rig.host_ip[0], "--tls-san", rig.host_ip[0]]).start()
         for n in range(len(NODES)):
             rig.node(n, "ip", "route", "add", f"{rig.host_ip[0]}/32", "via", rig.host_ip[n], check=n != 0)

@@ -16,7 +16,6 @@ import re
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import Cluster, client_kubeconfig, raw_request
+from tests.cluster import Cluster, client_kubeconfig, raw_request, scratch_dir
 from tests.sim_nodes import sim_nodes
 
 pytestmark = pytest.mark.xdist_group("metrics-server")
@@ -168,7 +167,7 @@ def _direct(c: Cluster, cert: tuple[bytes, bytes] | None, headers: dict[str, str
     host, port = _metrics_server_address(c)
     ctx = ssl.create_default_context(cafile=os.path.join(c.data_dir, "pki", "ca.crt"))
     ctx.check_hostname = False
-    d = tempfile.mkdtemp(prefix="aggr-ms-")
+    d = scratch_dir("aggr-ms-")
     if cert is not None:
         crt, key = os.path.join(d, "c.crt"), os.path.join(d, "c.key")
         for p, data in ((crt, cert[0]), (key, cert[1])):
@@ -218,7 +217,7 @@ def test_metrics_server_trusts_identity_headers_only_from_front_proxy(ms: Cluste
 
 
 def test_top_without_metrics_api() -> None:
-    d = tempfile.mkdtemp(prefix="pyk8s-nometrics-")
+    d = scratch_dir("pyk8s-nometrics-")
     c = Cluster(d, extra_args=["--disable", "metrics-server"]).start()
     try:
         r = c.kubectl("top", "pods", check=False)
@@ -252,7 +251,7 @@ def test_standalone_metrics_server(ms: Cluster) -> None:
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE  # its self-signed serving certificate, as upstream's
-        d = tempfile.mkdtemp(prefix="aggr-ms-")
+        d = scratch_dir("aggr-ms-")
         crt, key = os.path.join(d, "c.crt"), os.path.join(d, "c.key")
         for p, data in ((crt, front[0]), (key, front[1])):
             with open(p, "wb") as f:
