@@ -86,14 +86,18 @@ class Counter:
         self.match: set[str] = set()
         self.seen: set[str] = set()
         self.changed = asyncio.Event()
+        self.last_match_change = 0.0  # time.monotonic() when `match` last changed
 
     def on(self, obj: dict[str, Any]) -> None:
         key = obj["metadata"]["name"]
         self.seen.add(key)
+        n = len(self.match)
         if self.pred(obj):
             self.match.add(key)
         else:
             self.match.discard(key)
+        if len(self.match) != n:
+            self.last_match_change = time.monotonic()
         self.changed.set()
 
     def gone(self, obj: dict[str, Any]) -> None:

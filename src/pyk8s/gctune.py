@@ -14,7 +14,9 @@ the older ones collect after 50 and 100 of the younger's runs instead of 10), an
 what exists once a process is up (modules, classes, caches filled at start) is frozen out
 of collections for good.
 
-PYK8S_GC=default keeps CPython's settings (for comparisons).
+PYK8S_GC=default keeps CPython's settings (for comparisons). PYK8S_GC_TRACE=<file> appends a line
+per collection of the oldest generation (wall clock, pid, program, seconds it held the process), to
+tell a pause in a bench apart from the rest.
 """
 
 from __future__ import annotations
@@ -33,6 +35,30 @@ def tune() -> None:
     """At process start."""
     if _enabled():
         gc.set_threshold(YOUNG_THRESHOLD, 50, 100)
+    trace = os.environ.get("PYK8S_GC_TRACE")
+    if trace and not any(getattr(cb, "pyk8s_trace", False) for cb in gc.callbacks):
+        _trace_to(trace)
+
+
+def _trace_to(path: str) -> None:
+    import sys
+    import time
+
+    began = [0.0]
+    prog = " ".join(sys.argv[1:3])
+
+    def cb(phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            began[0] = time.perf_counter()
+            return
+        took = time.perf_counter() - began[0]
+        with open(path, "a") as f:
+            f.write(f"{time.time():.3f} {os.getpid()} {prog!r} gen2 {took:.3f}s collected={info.get('collected')}\n")
+
+    cb.pyk8s_trace = True  # type: ignore[attr-defined]
+    gc.callbacks.append(cb)
 
 
 def freeze() -> None:

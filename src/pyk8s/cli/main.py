@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if args.command in ("server", "scheduler", "controller-manager", "sim", "agent"):
+    if args.command in ("server", "scheduler", "controller-manager", "sim", "agent", "dashboard"):
         from .. import gctune
 
         gctune.tune()
@@ -287,6 +287,7 @@ def _run(coro: Any, verbosity: int, use_uvloop: bool = True) -> int:
     """A component's main coroutine with klog set up, on uvloop where installed (or a plain asyncio loop:
     the agent's, see kubelet.agent.use_cheap_subprocesses); Ctrl-C ends it quietly."""
     from .. import klog
+    from ..stalls import watched
 
     klog.setup(verbosity)
     try:
@@ -297,7 +298,7 @@ def _run(coro: Any, verbosity: int, use_uvloop: bool = True) -> int:
     except ImportError:  # pragma: no cover
         pass
     try:
-        return asyncio.run(coro)
+        return asyncio.run(watched(coro))
     except KeyboardInterrupt:
         return 0
 

@@ -112,6 +112,7 @@ async def _main(args: Any) -> int:
 def run(args: Any) -> int:
     from .. import klog
     from ..profiling import profile_from_env
+    from ..stalls import watched
 
     klog.setup(args.v)
     profile_from_env(".scheduler")
@@ -122,6 +123,6 @@ def run(args: Any) -> int:
     except ImportError:  # pragma: no cover
         pass
     try:
-        return asyncio.run(_main(args))
+        return asyncio.run(watched(_main(args)))
     except KeyboardInterrupt:
         return 0

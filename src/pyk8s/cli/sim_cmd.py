@@ -71,6 +71,7 @@ def _delay_range(text: str) -> tuple[float, float]:
 
 def run(args: argparse.Namespace) -> int:
     from .. import klog
+    from ..stalls import watched
 
     klog.setup(args.v)
     try:
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:  # pragma: no cover
         pass
     try:
-        return asyncio.run(_main(args))
+        return asyncio.run(watched(_main(args)))
     except KeyboardInterrupt:
         return 0
 

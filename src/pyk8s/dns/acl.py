@@ -33,12 +33,15 @@ class ClientACL:
         name = (obj.get("metadata") or {}).get("name", "")
         addrs = {a.get("address", "") for a in (obj.get("status") or {}).get("addresses") or []
                  if a.get("type") in ("InternalIP", "ExternalIP")}
+        if self.node_addresses.get(name) == addrs:
+            return  # a heartbeat: with thousands of nodes, a rebuild per status update would cost seconds
         self.node_addresses[name] = addrs
         self._node_ips = set().union(*self.node_addresses.values())
         self._decided.clear()
 
     def delete_node(self, obj: dict[str, Any]) -> None:
-        self.node_addresses.pop((obj.get("metadata") or {}).get("name", ""), None)
+        if self.node_addresses.pop((obj.get("metadata") or {}).get("name", ""), None) is None:
+            return
         self._node_ips = set().union(*self.node_addresses.values()) if self.node_addresses else set()
         self._decided.clear()
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from ..api.errors import StatusError
@@ -38,16 +39,28 @@ def _ready(node: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
+def node_contribution(n: dict[str, Any]) -> tuple[str, ...]:
+    """A node's ExternalIPs, or its InternalIPs where it has none (as k3s picks them); none unless it
+    is Ready and not excluded."""
+    if not _ready(n) or EXCLUDE_LABEL in ((n.get("metadata") or {}).get("labels") or {}):
+        return ()
+    addrs = (n.get("status") or {}).get("addresses") or ()
+    ext = [a["address"] for a in addrs if a.get("type") == "ExternalIP" and a.get("address")]
+    return tuple(ext or [a["address"] for a in addrs if a.get("type") == "InternalIP" and a.get("address")])
+
+
+def _address_key(a: str) -> tuple[int, ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    ip = ipaddress.ip_address(a)
+    return ip.version, ip  # IPv4 first: the two versions do not compare
+
+
+def _sorted_addresses(addrs: Iterable[str]) -> list[str]:
+    return sorted(set(addrs), key=_address_key)
+
+
 def node_addresses(nodes: list[dict[str, Any]]) -> list[str]:
-    """Each ready node's ExternalIPs, or its InternalIPs where it has none (as k3s picks them)."""
-    out: set[str] = set()
-    for n in nodes:
-        if not _ready(n) or EXCLUDE_LABEL in ((n.get("metadata") or {}).get("labels") or {}):
-            continue
-        addrs = (n.get("status") or {}).get("addresses") or ()
-        ext = [a["address"] for a in addrs if a.get("type") == "ExternalIP" and a.get("address")]
-        out.update(ext or [a["address"] for a in addrs if a.get("type") == "InternalIP" and a.get("address")])
-    return sorted(out, key=ipaddress.ip_address)
+    """Every address the Services get, in address order."""
+    return _sorted_addresses(a for n in nodes for a in node_contribution(n))
 
 
 def _handled(svc: dict[str, Any]) -> bool:
@@ -57,7 +70,11 @@ def _handled(svc: dict[str, Any]) -> bool:
 
 def ingress_for(services: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
     """namespace/name -> the ingress list each LoadBalancer Service should have."""
-    addrs = node_addresses(nodes)
+    return _ingress(services, node_addresses(nodes))
+
+
+def _ingress(services: list[dict[str, Any]], addrs: list[str]) -> dict[str, list[dict[str, str]]]:
+    v6 = {a for a in addrs if ":" in a}
     taken: set[tuple[str, int]] = set()
     out: dict[str, list[dict[str, str]]] = {}
 
@@ -74,8 +91,7 @@ def ingress_for(services: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> 
             out[key] = []
             continue
         taken |= ports
-        out[key] = [{"ip": a, "ipMode": "VIP"} for a in addrs
-                    if ("IPv6" if ipaddress.ip_address(a).version == 6 else "IPv4") in families]
+        out[key] = [{"ip": a, "ipMode": "VIP"} for a in addrs if ("IPv6" if a in v6 else "IPv4") in families]
     return out
 
 
@@ -88,13 +104,33 @@ class ServiceLB:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.elector = LeaderElector(client, LEASE_NAME)
+        # node name -> the addresses it lends (node_contribution); kept from the node events so that
+        # heartbeats, which change none of them, cost a comparison and wake nothing
+        self._lent: dict[str, tuple[str, ...]] = {}
+        self._addrs: list[str] | None = []
 
     async def start(self) -> None:
         def poke(*_: Any) -> None:
             self._wake.set()
 
-        for inf in (self.services, self.nodes):
-            inf.add_handlers(poke, poke, poke)
+        def node(obj: dict[str, Any]) -> None:
+            name = obj["metadata"]["name"]
+            lent = node_contribution(obj)
+            if self._lent.get(name, ()) != lent:
+                if lent:
+                    self._lent[name] = lent
+                else:
+                    self._lent.pop(name, None)
+                self._addrs = None
+                self._wake.set()
+
+        def node_gone(obj: dict[str, Any]) -> None:
+            if self._lent.pop(obj["metadata"]["name"], None) is not None:
+                self._addrs = None
+                self._wake.set()
+
+        self.services.add_handlers(poke, poke, poke)
+        self.nodes.add_handlers(node, lambda _old, new: node(new), node_gone)
         self.factory.start()
         await self.factory.wait_synced()
         self._task = asyncio.create_task(self._elect(), name="servicelb")
@@ -127,7 +163,12 @@ class ServiceLB:
 
     async def sync(self) -> None:
         """Level-triggered over all LoadBalancer Services (there are few): write what differs."""
-        want = ingress_for(self.services.list(), self.nodes.list())
+        services = [s for s in self.services.list() if _handled(s)]
+        if not services:
+            return
+        if self._addrs is None:
+            self._addrs = _sorted_addresses(a for lent in self._lent.values() for a in lent)
+        want = _ingress(services, self._addrs)
         for key, ingress in want.items():
             svc = self.services.get(key)
             if svc is None:
