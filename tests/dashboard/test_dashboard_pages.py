@@ -417,3 +417,42 @@ def test_workload_kinds_in_all_namespaces(env: Env, dashboard: Dashboard, browse
     assert browser.find('table[aria-label="Deployments"] th button[data-column="namespace"]')
     browser.shot("workloads-all-namespaces")
     Select(browser.find("#namespace")).select_by_visible_text("default")
+
+
+def test_statefulset_daemonset_and_cronjob_history(env: Env, dashboard: Dashboard, browser: Browser):
+    """A StatefulSet and a DaemonSet restarted from their pages show two ControllerRevisions, the
+    newest current and holding the pod; a CronJob's page lists the Job `kubectl create job --from`
+    made from it. (The objects are test_workload_kinds_in_all_namespaces's.)"""
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(dashboard.base + "/#/workloads")
+    Select(browser.find("#namespace")).select_by_visible_text("default")
+    for kind, path, table in (("StatefulSet", "statefulsets/default/db", "StatefulSets"),
+                              ("DaemonSet", "daemonsets/default/agent", "DaemonSets")):
+        browser.get(dashboard.base + "/#/workloads")
+        browser.find(f'table[aria-label="{table}"] tr[data-key="{path.split("/", 1)[1]}"] a').click()
+        browser.find("main h1", text=f"{kind} default/")
+        wait(lambda: len(browser.all('table[aria-label="Revisions"] tbody tr')) == 1, 30, f"{kind}: one revision")
+        browser.find('button[data-action="restart"]').click()
+        _dialog_confirm(browser)
+        wait(lambda: len(browser.all('table[aria-label="Revisions"] tbody tr')) == 2, 30, f"{kind}: two revisions")
+        first = 'table[aria-label="Revisions"] tbody tr'
+        assert browser.find(f'{first} td[data-column="revision"]').text == "2"
+        # the rolled pod lands on the new revision and turns ready there
+        wait(lambda: "current" in browser.find(first).text
+             and browser.find(f'{first} td[data-column="pods"]').text == "1 (1)", 90,
+             f"{kind}: the pod at revision 2, ready")
+        browser.shot(f"{kind.lower()}-history")
+        assert browser.driver.execute_script(UNLABELLED) == [], kind
+        assert browser.driver.execute_script(LOW_CONTRAST) == [], kind
+    env.kubectl("create", "job", "by-hand", "--from=cronjob/nightly")
+    browser.get(dashboard.base + "/#/workloads")
+    browser.find('table[aria-label="CronJobs"] tr[data-key="default/nightly"] a').click()
+    browser.find("main h1", text="CronJob default/nightly")
+    assert "0 3 * * * — suspended" in browser.text("main dl")
+    row = 'table[aria-label="Jobs"] tr[data-key="default/by-hand"]'
+    wait(lambda: "Complete" in browser.find(row).text, 60, "the job Complete in the history")
+    assert "1/1 succeeded" in browser.find(row).text
+    browser.shot("cronjob-history")
+    assert browser.driver.execute_script(UNLABELLED) == []
+    assert browser.driver.execute_script(LOW_CONTRAST) == []

@@ -12,6 +12,7 @@ import { Pvcs } from "./pages/pvcs";
 import { Services } from "./pages/services";
 import { Scale } from "./pages/scale";
 import { TerminalPage } from "./pages/terminal";
+import { CronJobPage, DaemonSetPage, StatefulSetPage } from "./pages/workload";
 import { Workloads } from "./pages/workloads";
 import { YamlPage } from "./pages/yaml";
 
@@ -30,6 +31,9 @@ export const routes: Route[] = [
   { path: "/overview", title: "Overview", nav: true, component: Overview },
   { path: "/workloads", title: "Workloads", nav: true, component: Workloads },
   { path: "/deployments/:namespace/:name", title: "Deployment", component: DeploymentPage },
+  { path: "/statefulsets/:namespace/:name", title: "StatefulSet", component: StatefulSetPage },
+  { path: "/daemonsets/:namespace/:name", title: "DaemonSet", component: DaemonSetPage },
+  { path: "/cronjobs/:namespace/:name", title: "CronJob", component: CronJobPage },
   { path: "/pods", title: "Pods", nav: true, component: Pods },
   { path: "/pods/:namespace/:name", title: "Pod", component: PodPage },
   { path: "/services", title: "Services", nav: true, component: Services },

@@ -35,7 +35,7 @@ export function DeploymentPage({ params }: PageProps) {
       <Table label="Revisions" rows={history} rowKey={objKey} initialSort="revision" descending columns={[
         { id: "revision", title: "Revision", value: revision, numeric: true },
         { id: "name", title: "ReplicaSet", value: (rs) => rs.metadata.name,
-          render: (rs) => <>{rs.metadata.name}{rs === current && <Badge ok={true}>current</Badge>}</> },
+          render: (rs) => <>{rs.metadata.name}{" "}{rs === current && <Badge ok={true}>current</Badge>}</> },
         { id: "images", title: "Images", value: (rs) => images(rs.spec?.template) },
         { id: "replicas", title: "Ready / desired", value: (rs) => rs.spec?.replicas ?? 0,
           render: (rs) => `${rs.status?.readyReplicas || 0}/${rs.spec?.replicas ?? 0}` },

@@ -21,11 +21,16 @@ interface Kind {
   columns: Column<Obj>[];
 }
 
+// the kinds with a page of their own (rollout and history)
+const DETAIL: Record<string, string> = {
+  Deployment: "/deployments/:namespace/:name", StatefulSet: "/statefulsets/:namespace/:name",
+  DaemonSet: "/daemonsets/:namespace/:name", CronJob: "/cronjobs/:namespace/:name",
+};
+
 const nameCol = (kind: string): Column<Obj> => ({
   id: "name", title: "Name", value: (o) => o.metadata.name,
-  render: (o) => kind === "Deployment"
-    ? <a href={href("/deployments/:namespace/:name", { namespace: o.metadata.namespace, name: o.metadata.name })}>
-      {o.metadata.name}</a>
+  render: (o) => DETAIL[kind]
+    ? <a href={href(DETAIL[kind], { namespace: o.metadata.namespace, name: o.metadata.name })}>{o.metadata.name}</a>
     : o.metadata.name,
 });
 const nsCol: Column<Obj> = { id: "namespace", title: "Namespace", value: (o) => o.metadata.namespace };
