@@ -572,7 +572,11 @@ class RuncRuntime(ContainerRuntime):
                              image=config.image, image_id=meta["image_id"], created_at=meta["created_at"],
                              started_at=meta.get("started_at", 0.0), log_path=meta["log_path"], attempt=config.attempt,
                              labels=config.labels, annotations=config.annotations)
+        shim_pid = self._pid_file(cid, "shim.pid")
         ex = _read_json(os.path.join(d, "exit.json"))
+        if ex is None and shim_pid and not _pid_alive(shim_pid, cid):
+            # The shim writes exit.json, then exits: gone now, it may have written it since our read.
+            ex = _read_json(os.path.join(d, "exit.json"))
         if ex is not None:
             st.state = EXITED
             st.exit_code = int(ex["exit_code"])
@@ -584,7 +588,6 @@ class RuncRuntime(ContainerRuntime):
                 st.reason = "StartError"
             st.message = ex.get("message", "")
             return st
-        shim_pid = self._pid_file(cid, "shim.pid")
         if not shim_pid:
             return st  # created, never started
         st.pid = self._pid_file(cid, "init.pid")
