@@ -381,6 +381,10 @@ def test_dev_cluster_command_up_kubectl_and_teardown(tmp_path: Any, stop: str) -
                                   capture_output=True, text=True, timeout=60)
             assert down.returncode == 0, down.stdout + down.stderr
             rest = down.stdout
+            # the server outlived its parent with its log intact, and stopped cleanly on SIGTERM (not SIGKILL'd
+            # after a timeout: it once logged into a pipe to the killed command, and its shutdown died there)
+            with open(os.path.join(base, "server.log")) as f:
+                assert "pyk8s: shutting down" in f.read()
         assert "down: no namespace, link or process left" in rest
         assert Topology(prefix, net, 2).leftovers() == []
         assert not os.path.exists(os.path.join(base, "devcluster.json"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -430,7 +431,8 @@ async def _server(args: Any) -> int:
     from .signals import until_terminated
 
     await until_terminated()
-    print("pyk8s: shutting down", flush=True)
+    with contextlib.suppress(OSError):  # a closed stdout (whoever read it is gone) must not stop the shutdown
+        print("pyk8s: shutting down", flush=True)
     server.begin_shutdown()  # watches end at once, as upstream's; the components still get their requests served
     for c in reversed(components):
         try:

@@ -48,7 +48,8 @@ class Options:
 
 
 class Process:
-    """A child whose output is kept (the last lines, for errors) and echoed to a log file."""
+    """A child writing straight to its log file (so it keeps logging, and stops cleanly, should this
+    command be killed), followed here for its last lines (errors) and start-up messages."""
 
     def __init__(self, name: str, argv: list[str], log_path: str) -> None:
         self.name = name
@@ -56,21 +57,32 @@ class Process:
         self.log_path = log_path
         self.lines: list[str] = []
         self._seen = threading.Condition()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
-        threading.Thread(target=self._drain, daemon=True).start()
+        with open(log_path, "ab") as log:
+            start = log.tell()
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                         env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+        threading.Thread(target=self._follow, args=(start,), daemon=True).start()
 
-    def _drain(self) -> None:
-        assert self.proc.stdout is not None
-        with open(self.log_path, "a") as log:
-            for line in self.proc.stdout:
-                log.write(line)
-                log.flush()
-                with self._seen:
-                    self.lines.append(line)
-                    del self.lines[:-400]
-                    self._seen.notify_all()
+    def _follow(self, start: int) -> None:
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            f.seek(start)
+            partial = ""
+            while True:
+                exited = self.proc.poll() is not None
+                chunk = f.read()
+                if chunk:
+                    *lines, partial = (partial + chunk).split("\n")
+                    with self._seen:
+                        self.lines.extend(line + "\n" for line in lines)
+                        del self.lines[:-400]
+                        self._seen.notify_all()
+                elif exited:
+                    break
+                else:
+                    time.sleep(0.05)
         with self._seen:
+            if partial:
+                self.lines.append(partial)
             self._seen.notify_all()
 
     def wait_for(self, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
