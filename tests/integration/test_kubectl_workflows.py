@@ -8,6 +8,7 @@ import os
 import re
 import stat
 import subprocess
+import threading
 import time
 
 import pytest
@@ -52,22 +53,39 @@ def test_get_watch_and_watch_only(kubectls, version):
                              stderr=subprocess.PIPE, text=True, env=env)
     only = subprocess.Popen([k.binary, "-n", ns, "get", "cm", "--watch-only", "-o", "name"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
+    seen: dict[str, list[str]] = {"watch": [], "only": []}
+
+    def read(name: str, p: subprocess.Popen[str]) -> None:
+        assert p.stdout is not None
+        for line in p.stdout:
+            seen[name].append(line)
+
+    readers = [threading.Thread(target=read, args=(n, p), daemon=True) for n, p in (("watch", watch), ("only", only))]
+    for t in readers:
+        t.start()
     try:
-        time.sleep(1.5)  # both have listed and are watching
+        time.sleep(1.5)  # both have listed and are watching (--watch-only prints nothing to show it)
         k.run("-n", ns, "create", "cm", "second", "--from-literal=a=1")
         k.run("-n", ns, "label", "cm", "second", "x=y")
         k.run("-n", ns, "delete", "cm", "second")
-        time.sleep(1.5)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (len(seen["only"]) < 3 or len(seen["watch"]) < 6):
+            time.sleep(0.05)
+        time.sleep(0.2)  # a fourth event, were there one, would come within this
     finally:
         watch.terminate()
         only.terminate()
-    rows = table(watch.communicate(timeout=10)[0])
+    watch.wait(10)
+    only.wait(10)
+    for t in readers:
+        t.join(10)
+    rows = table("".join(seen["watch"]))
     assert rows[0] == ["NAME", "DATA", "AGE"]
     names = [r[0] for r in rows[1:]]
     assert names[:2] in (["first", "kube-root-ca.crt"], ["kube-root-ca.crt", "first"])
     assert names[2:] == ["second"] * 3  # added, modified, deleted: one row each, as upstream
     assert [r[1] for r in rows[3:]] == ["1"] * 3
-    assert only.communicate(timeout=10)[0].split() == ["configmap/second"] * 3
+    assert "".join(seen["only"]).split() == ["configmap/second"] * 3
     k.run("delete", "ns", ns, "--wait=false")
 
 
