@@ -425,6 +425,7 @@ def test_statefulset_daemonset_and_cronjob_history(env: Env, dashboard: Dashboar
     made from it. (The objects are test_workload_kinds_in_all_namespaces's.)"""
     from selenium.webdriver.support.ui import Select
 
+    first = 'table[aria-label="Revisions"] tbody tr'  # the newest revision's row
     browser.get(dashboard.base + "/#/workloads")
     Select(browser.find("#namespace")).select_by_visible_text("default")
     for kind, path, table in (("StatefulSet", "statefulsets/default/db", "StatefulSets"),
@@ -436,7 +437,6 @@ def test_statefulset_daemonset_and_cronjob_history(env: Env, dashboard: Dashboar
         browser.find('button[data-action="restart"]').click()
         _dialog_confirm(browser)
         wait(lambda: len(browser.all('table[aria-label="Revisions"] tbody tr')) == 2, 30, f"{kind}: two revisions")
-        first = 'table[aria-label="Revisions"] tbody tr'
         assert browser.find(f'{first} td[data-column="revision"]').text == "2"
         # the rolled pod lands on the new revision and turns ready there
         wait(lambda: "current" in browser.find(first).text
