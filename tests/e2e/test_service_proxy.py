@@ -179,7 +179,9 @@ def test_named_target_port_resolves_per_endpoint(rig: ProxyRig, api: Any) -> Non
     # 9999, where b listens on nothing, so b's share is refused: the port came from each endpoint's own slice
     got = wait_for(lambda: (lambda c: c if {"a", "refused"} <= set(c) else None)(
         collections.Counter(names(rig.connect("client", "tcp", ip, 80, 30)))), 30, what="named, both slices")
-    assert set(got) == {"a", "refused"}
+    # never b: b's share went to 9999 (b's slice), not 8080; a probe that gave up after its 1 s
+    # ("timeout") is the loaded machine's, not a port
+    assert set(got) <= {"a", "refused", "timeout"}, got
 
 
 def test_nodeport_from_outside_the_node(rig: ProxyRig, api: Any) -> None:
