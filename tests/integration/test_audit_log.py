@@ -345,21 +345,29 @@ def test_rotation_by_size_keeps_maxbackup_files(tmp_path: Path) -> None:
         (tmp_path / "k").write_text("x" * 200_000)  # logged twice (request and response): ~400 KB an event
         for i in range(12):
             c.kubectl("create", "configmap", f"big-{i}", f"--from-file=k={tmp_path / 'k'}")
+        # The server goes on logging (and may rotate) while we look: read the directory and every file
+        # as one snapshot, again if a file went away meanwhile, until big-11 is in.
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while True:
             names = sorted(os.listdir(log.parent))
-            if any(e.get("objectRef", {}).get("name") == "big-11" for e in read_events(log)):
+            backups = [n for n in names if n != "audit.log"]
+            try:
+                files = {n: ((p := log.parent / n).stat(), p.read_text()) for n in ["audit.log", *backups]}
+            except FileNotFoundError:
+                assert time.monotonic() < deadline, names
+                continue
+            live = files["audit.log"][1]
+            if live and not live.endswith("\n") and time.monotonic() < deadline:  # a line being written
+                time.sleep(0.05)
+                continue
+            seen = [json.loads(line)["objectRef"]["name"] for _, text in files.values() for line in text.splitlines()]
+            if "big-11" in seen or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        backups = [n for n in names if n != "audit.log"]
         assert len(backups) == 2 and all(BACKUP_RE.match(n) for n in backups), names
-        seen = []
-        for n in ["audit.log", *backups]:
-            p = log.parent / n
-            assert p.stat().st_size <= 1024 * 1024
-            assert stat.S_IMODE(p.stat().st_mode) == 0o600
-            for line in p.read_text().splitlines():  # every line whole
-                seen.append(json.loads(line)["objectRef"]["name"])
+        for st, _ in files.values():
+            assert st.st_size <= 1024 * 1024
+            assert stat.S_IMODE(st.st_mode) == 0o600
         assert "big-11" in seen and "big-0" not in seen  # the oldest went with the removed backups
     finally:
         c.stop()
