@@ -54,7 +54,7 @@ def _trace_to(path: str) -> None:
             began[0] = time.perf_counter()
             return
         took = time.perf_counter() - began[0]
-        with open(path, "a") as f:
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as f:  # stacks: ours only
             f.write(f"{time.time():.3f} {os.getpid()} {prog!r} gen2 {took:.3f}s collected={info.get('collected')}\n")
 
     cb.pyk8s_trace = True  # type: ignore[attr-defined]

@@ -51,7 +51,7 @@ def _start(loop: asyncio.AbstractEventLoop, main: int, path: str, threshold: flo
                 stack = "".join(traceback.format_stack(frame)) if frame is not None else "(no frame)\n"
                 ran.wait()
                 held = time.monotonic() - t0
-                with open(path, "a") as f:
+                with os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as f:
                     f.write(f"== {time.time():.3f} pid {os.getpid()} {prog!r}: loop held {held:.3f}s; at "
                             f"{threshold}s it was in\n{stack}")
             time.sleep(PERIOD)

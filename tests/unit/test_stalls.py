@@ -28,6 +28,7 @@ def test_a_stall_is_caught_with_its_stack(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("PYK8S_STALL_SECONDS", "0.2")
     assert asyncio.run(watched(_work())) == "done"
     text = trace.read_text()
+    assert trace.stat().st_mode & 0o777 == 0o600  # stacks name our code and paths: not for other users
     assert text.count("loop held") == 1, text
     assert "loop held 0." in text and "in _hog\n    time.sleep(0.5)" in text, text
 
