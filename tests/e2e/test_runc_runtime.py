@@ -324,7 +324,9 @@ def test_containers_of_a_pod_share_the_network_namespace(env):
         rt = env.rt
         sid = await rt.create_sandbox(sandbox_config(name="pair"))
         server = await rt.create_container(sid, ContainerConfig(name="server", image="busybox:e2e", command=[
-            "sh", "-c", "nc -l -p 8080 > /tmp/got; echo received: $(cat /tmp/got)"]))
+            # busybox's nc -l hangs up as soon as its stdin ends, which can be before the client's
+            # bytes arrive: its stdin is a FIFO held open read-write, so it never ends
+            "sh", "-c", "mkfifo /tmp/in; exec 3<>/tmp/in; nc -l -p 8080 <&3 > /tmp/got; echo received: $(cat /tmp/got)"]))
         await rt.start_container(server)
         res = await rt.exec_sync(server, ["hostname"])
         assert (res.exit_code, res.stdout.strip()) == (0, b"pair")
