@@ -182,8 +182,15 @@ class Run:
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
+            # an interrupt (Ctrl-C, SIGTERM) that lands during the clean-up must not cut it short: it
+            # finishes, then the interrupt goes on (a second Ctrl-C still stops at once)
+            cleanup = asyncio.ensure_future(self.cleanup())
             try:
-                await self.cleanup()
+                try:
+                    await asyncio.shield(cleanup)
+                except asyncio.CancelledError:
+                    await cleanup
+                    raise
             finally:
                 await self.client.close()
                 await self.watch_client.close()

@@ -163,3 +163,25 @@ def test_sigterm_mid_run_still_removes_what_it_created(cluster: Cluster, sentine
     assert "interrupted" in err
     assert leftovers(cluster) == ([], [])
     assert_untouched(cluster, sentinels)
+
+
+def test_sigterm_during_the_clean_up_lets_it_finish(cluster: Cluster, sentinels: dict[str, str]) -> None:
+    """The interrupt lands while the run deletes its namespaces (a loaded machine makes that the
+    likely moment): the clean-up is not cut short; the run still ends as interrupted."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.sidebyside", "--kubectl", newest_kubectl(),
+                             "--kubeconfig", cluster.kubeconfig, "--run-id", "late-interrupt", "--scale", "0.05",
+                             "--phases", "bind,deployment"], cwd=str(REPO), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the last phase's line: the clean-up starts right after it
+            if "Deployment of" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert leftovers(cluster) == ([], [])
+    assert_untouched(cluster, sentinels)
