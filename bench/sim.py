@@ -310,7 +310,7 @@ def main() -> None:
     row(f"{N_NODES:,} nodes Ready", r["nodes_s"], "s", 60, "kwok CI 60 s", higher_is_better=False)
     row(f"server CPU while {N_NODES:,} nodes only heartbeat", r["steady_server_cpu"], "% core")
     for proc, pct in r["steady_split"].items():
-        row(f"  metrics-server process (not counted above)" if proc == "metrics-server" else
+        row("  metrics-server process (not counted above)" if proc == "metrics-server" else
             f"  of which the {proc} process", pct, "% core")
     row(f"simulator CPU while {N_NODES:,} nodes only heartbeat", r["steady_sim_cpu"], "% core")
     row("  oldest node Lease then", r["steady_lease_age"], "s", 40, "leaseDurationSeconds", higher_is_better=False)

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -34,6 +35,25 @@ STALE = "bench-sbs-stale-node-0000"  # as an earlier, killed run would have left
 def bench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "bench.sidebyside", "--kubectl", newest_kubectl(), *args],
                           cwd=str(REPO), capture_output=True, text=True, timeout=timeout)
+
+
+def bench_in_background(cluster: Cluster, run_id: str) -> subprocess.Popen[str]:
+    """The scheduling phases at a small scale, to be interrupted."""
+    return subprocess.Popen([sys.executable, "-m", "bench.sidebyside", "--kubectl", newest_kubectl(),
+                             "--kubeconfig", cluster.kubeconfig, "--run-id", run_id, "--scale", "0.05",
+                             "--phases", "bind,deployment"], cwd=str(REPO), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def sigterm_when(proc: subprocess.Popen[str], ready: Callable[[], None]) -> str:
+    """SIGTERM the bench once ready() returns; its stderr (a bench still there after is killed)."""
+    try:
+        ready()
+        proc.send_signal(signal.SIGTERM)
+        return proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 def get(cluster: Cluster, *args: str) -> Any:
@@ -144,21 +164,16 @@ def test_started_server_gets_start_phases_and_the_upstream_column(tmp_path: Any)
 
 
 def test_sigterm_mid_run_still_removes_what_it_created(cluster: Cluster, sentinels: dict[str, str]) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "bench.sidebyside", "--kubectl", newest_kubectl(),
-                             "--kubeconfig", cluster.kubeconfig, "--run-id", "interrupted", "--scale", "0.05",
-                             "--phases", "bind,deployment"], cwd=str(REPO), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+    proc = bench_in_background(cluster, "interrupted")
+
+    def nodes_exist() -> None:
         # stopped once its fake nodes exist: namespaces, nodes and bound pods are all there to clean up
         deadline = time.monotonic() + 60
         while not leftovers(cluster)[1]:
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    err = sigterm_when(proc, nodes_exist)
     assert proc.returncode == 130, err
     assert "interrupted" in err
     assert leftovers(cluster) == ([], [])
@@ -168,20 +183,15 @@ def test_sigterm_mid_run_still_removes_what_it_created(cluster: Cluster, sentine
 def test_sigterm_during_the_clean_up_lets_it_finish(cluster: Cluster, sentinels: dict[str, str]) -> None:
     """The interrupt lands while the run deletes its namespaces (a loaded machine makes that the
     likely moment): the clean-up is not cut short; the run still ends as interrupted."""
-    proc = subprocess.Popen([sys.executable, "-m", "bench.sidebyside", "--kubectl", newest_kubectl(),
-                             "--kubeconfig", cluster.kubeconfig, "--run-id", "late-interrupt", "--scale", "0.05",
-                             "--phases", "bind,deployment"], cwd=str(REPO), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+    proc = bench_in_background(cluster, "late-interrupt")
+
+    def last_phase_done() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:  # the last phase's line: the clean-up starts right after it
             if "Deployment of" in line:
                 break
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    err = sigterm_when(proc, last_phase_done)
     assert proc.returncode == 130, err
     assert leftovers(cluster) == ([], [])
     assert_untouched(cluster, sentinels)
