@@ -14,6 +14,7 @@ import asyncio
 import base64
 import contextlib
 import datetime as dt
+import glob
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ import select
 import shutil
 import socket
 import ssl
+import stat
 import struct
 import subprocess
 import threading
@@ -853,6 +855,27 @@ def test_kubectl_exec_tty(world, version):
         assert b"33 111" in term.out and b"got:typed" in term.out, term.out
     finally:
         term.close()
+
+
+def test_kubectl_exec_tty_starts_at_the_clients_size(world):
+    """The command's first look at its terminal already sees the client's size: runc creates the
+    console at it (a process spec's consoleSize), not at 0x0 until its first resize."""
+    for _ in range(3):
+        term = Terminal([_kubectl(world, _versions()[-1]), "exec", "-it", POD, "-c", "static", "--",
+                         "stty", "size"], _env(world), rows=41, cols=97)
+        try:
+            assert term.wait() == 0, term.out
+            assert b"41 97" in term.out, term.out
+        finally:
+            term.close()
+    # the size came with the process spec runc read (not by a resize after the start), kept private
+    cid = world.current["static"]
+    sizes = []
+    for path in glob.glob(world.rt._c_path(cid, "exec-*.json")):  # this test's, and earlier tests' of the last minute
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        with open(path) as f:
+            sizes.append(json.load(f)["consoleSize"])
+    assert sizes.count({"height": 41, "width": 97}) == 3, sizes
 
 
 @pytest.mark.parametrize("version", _versions())

@@ -663,8 +663,35 @@ class RuncRuntime(ContainerRuntime):
         path = self._c_path(container_id, "attach.sock")
         return path if os.path.exists(path) else ""
 
-    def exec_command(self, container_id: str, cmd: list[str], tty: bool = False) -> list[str]:
+    def exec_command(self, container_id: str, cmd: list[str], tty: bool = False,
+                     console_size: tuple[int, int] | None = None) -> list[str]:
+        if tty and console_size is not None:
+            # runc sizes the console it creates only from a process spec's consoleSize; with --tty alone
+            # it is 0x0 until runc's first resize, which a loaded machine can delay past the command's
+            # first look at it. The spec is the bundle's process, as runc's own exec builds it.
+            path = self._exec_process_file(container_id, cmd, console_size)
+            return [self.runc, "--root", self.runc_root, "exec", "--process", path, container_id]
         return [self.runc, "--root", self.runc_root, "exec", *(["--tty"] if tty else []), container_id, *cmd]
+
+    def _exec_process_file(self, container_id: str, cmd: list[str], console_size: tuple[int, int]) -> str:
+        """An OCI process spec for `runc exec --process` (0600: it holds the container's environment).
+        runc reads it as it starts, so files of earlier execs older than a minute are removed here."""
+        d = self._c_path(container_id)
+        now = time.time()
+        for name in os.listdir(d):
+            if name.startswith("exec-") and name.endswith(".json"):
+                with contextlib.suppress(OSError):
+                    if now - os.stat(os.path.join(d, name)).st_mtime > 60:
+                        os.unlink(os.path.join(d, name))
+        with open(os.path.join(d, "config.json")) as f:
+            process = json.load(f)["process"]
+        width, height = console_size
+        process.update(args=cmd, terminal=True, consoleSize={"height": height, "width": width})
+        path = os.path.join(d, f"exec-{secrets.token_hex(8)}.json")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(process))
+        return path
 
     async def container_stats(self, container_id: str) -> ResourceStats:
         meta = self._load_meta(container_id)
