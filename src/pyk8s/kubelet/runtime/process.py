@@ -181,7 +181,9 @@ class ProcessRuntime(RuncRuntime):
                 await self.stop_container(container_id, 0)
         await self._cleanup_container_dir(container_id)
 
-    def exec_command(self, container_id: str, cmd: list[str], tty: bool = False) -> list[str]:
+    def exec_command(self, container_id: str, cmd: list[str], tty: bool = False,
+                     console_size: tuple[int, int] | None = None) -> list[str]:
+        # console_size needs nothing here: the command runs on the kubelet's own pty, made at that size
         return ["nsenter", "-t", str(self._inner_pid(container_id)), "-U", "-m", "-p", "-r", "-w",
                 "--preserve-credentials", *cmd]
 
