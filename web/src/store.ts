@@ -16,6 +16,7 @@ export function objKey(o: Obj): string {
 
 const BACKOFF_MIN = 500;
 const BACKOFF_MAX = 10_000;
+const LIST_ANSWER_MS = 10_000;
 // changes reach the components at most this often (a burst of events renders once)
 const NOTIFY_MS = 100;
 
@@ -29,6 +30,7 @@ export class Collection {
   private listeners = new Set<() => void>();
   private abort: AbortController | null = null;
   private backoff = BACKOFF_MIN;
+  private listWait = LIST_ANSWER_MS;
   private stopped = false;
   private notifyTimer: ReturnType<typeof setTimeout> | null = null;
   private snapshot: Obj[] = [];
@@ -109,7 +111,24 @@ export class Collection {
   }
 
   private async relist(signal: AbortSignal): Promise<void> {
-    const res = await fetch(this.path, { headers: { ...CSRF_HEADERS, Accept: "application/json" }, signal });
+    // a list whose answer has not begun in listWait is given up and asked again (run()'s backoff): one
+    // request stuck on the way must not leave the page loading for good. Each give-up doubles the wait,
+    // so a server slow to answer a large list is still heard; the body may take longer.
+    const ctl = new AbortController();
+    const stop = () => ctl.abort();
+    signal.addEventListener("abort", stop);
+    let timedOut = false;
+    const timer = setTimeout(() => { timedOut = true; stop(); }, this.listWait);
+    let res: Response;
+    try {
+      res = await fetch(this.path, { headers: { ...CSRF_HEADERS, Accept: "application/json" }, signal: ctl.signal });
+    } catch (e) {
+      if (timedOut) this.listWait *= 2;
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+    this.listWait = LIST_ANSWER_MS;
     if (!res.ok) throw await errorFrom(res);
     const body = await res.json();
     this.items = new Map();
