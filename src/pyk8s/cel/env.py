@@ -130,7 +130,12 @@ class _CostEvaluator(Evaluator):
         return v
 
 
-_celpy_env = celpy.Environment()
+@functools.lru_cache(maxsize=1)
+def _celpy_env() -> Any:
+    # building celpy's grammar (lark's LALR tables) takes ~0.4 s: paid on the first expression, not at every start
+    return celpy.Environment()
+
+
 _parse_lock = threading.Lock()  # lark's parser keeps state per call
 
 
@@ -146,7 +151,7 @@ def _activation(env: Env) -> Any:
 
 @functools.lru_cache(maxsize=2)
 def _runner_for(libraries: bool) -> Any:
-    return celpy.InterpretedRunner(_celpy_env, lark.Tree("expr", []), library.FUNCTIONS if libraries else None)
+    return celpy.InterpretedRunner(_celpy_env(), lark.Tree("expr", []), library.FUNCTIONS if libraries else None)
 
 
 _NO_MEMBER = re.compile(r"no such (?:member in mapping|key)[^']*'?([^']*)'?")
@@ -219,7 +224,7 @@ def _depth(ast: Any) -> int:
 def _compile(expression: str, env: Env) -> Program:
     with _parse_lock:
         try:
-            ast = _celpy_env.compile(expression)
+            ast = _celpy_env().compile(expression)
         except Exception as e:  # celpy raises CELParseError and lark's own errors
             raise _syntax_error(expression, e) from None
     if _depth(ast) > MAX_TREE_DEPTH:
