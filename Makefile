@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 DATA   ?= ./data
-# pytest workers: slow groups run in parallel where safe
-WORKERS ?= 2
+# pytest workers: slow groups run in parallel where safe; one more than the 2 cores, as tests
+# spend about a quarter of their time waiting (docs/testing.md)
+WORKERS ?= 3
 
 .PHONY: run test bench lint setup setup-test system system-test venv bytecode clean protos dashboard
 

@@ -187,3 +187,24 @@ def test_events_leaving_the_history_release_what_came_before_them(monkeypatch: A
     # a red watcher resuming from the oldest revision still sees the transitions
     assert [t for t, _ in _watch_all(c, c.oldest, lambda o: o["metadata"]["labels"]["color"] == "red")] == [
         "ADDED", "DELETED", "ADDED", "ADDED", "ADDED"]
+
+
+def test_a_packed_deletion_keeps_no_copy_of_the_object_it_deleted() -> None:
+    c = ResourceCache(P)
+    c.load([], 1)
+    st = _Store(c)
+    written = st.put(_pod("p0", "red", 0))
+    gone = st.delete("p0")
+    line = bytes(gone.json_chunk())  # as a JSON watcher does
+    st.put(_pod("p1", "red", 0))
+    _pack_all(c)
+    st.put(_pod("p2", "red", 0))
+    # the deleted object is its writer's: the event points there, with nothing of its own
+    assert gone._obj is None and gone._chunk is None and gone._value is None and gone._prev_ev is written
+    assert gone.obj["metadata"]["resourceVersion"] == str(gone.rev)
+    assert {**gone.obj, "metadata": {**gone.obj["metadata"], "resourceVersion": "x"}} == {
+        **written.obj, "metadata": {**written.obj["metadata"], "resourceVersion": "x"}}
+    assert bytes(gone.json_chunk()) == line  # what a watch resuming before it gets: the same bytes
+    # the writer leaving the history first does not take the deleted object with it
+    written._prev_ev = written._prev_value = None
+    assert gone.prev is not None and gone.prev["metadata"]["name"] == "p0"

@@ -110,6 +110,8 @@ class CacheEvent:
             return o
         if self._chunk is not None:
             o = orjson.loads(self.json_line())["object"]
+        elif self._value is None and self._prev_ev is not None:  # a packed DELETED: see pack()
+            o = _with_rv(self._prev_ev.obj, self.rev)
         else:
             assert self._value is not None
             o = decode(self._value, self.rev)
@@ -137,7 +139,11 @@ class CacheEvent:
             self._prev_rev = int((p.get("metadata") or {}).get("resourceVersion") or 0)
         self._prev = None
         v = self._value
-        if self._chunk is not None:
+        if self.type == DELETED and self._prev_ev is not None:
+            # the deleted object is its writer's with the deletion's revision (apply()): that event,
+            # which the history holds, is kept instead of a second copy (10,000 pods deleted: ~35 MB)
+            self._value = self._chunk = self._line = None
+        elif self._chunk is not None:
             self._value = None
         elif v is None:  # a DELETE without the last value: keep what watchers would get
             self.json_chunk()
