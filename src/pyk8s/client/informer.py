@@ -270,16 +270,18 @@ class InformerFactory:
         self.resync = resync
         self.transform = transform  # every informer's (see Informer)
         self.compact = compact
-        self._informers: dict[tuple[GVR, str | None, str | None], Informer] = {}
+        self._informers: dict[tuple[GVR, str | None, str, Transform | None], Informer] = {}
 
     def informer(self, gvr: GVR, namespace: str | None = None, label_selector: str | None = None,
-                 field_selector: str | None = None) -> Informer:
-        key = (gvr, namespace, f"{label_selector}|{field_selector}")
+                 field_selector: str | None = None, transform: Transform | None = None) -> Informer:
+        """transform: this informer's own instead of the factory's (a component that reads a few
+        fields of a big, often written kind keeps only those); informers differ by it."""
+        key = (gvr, namespace, f"{label_selector}|{field_selector}", transform)
         inf = self._informers.get(key)
         if inf is None:
-            inf = Informer(self.client, gvr, namespace, label_selector, field_selector, self.resync, self.transform,
-                           self.compact)
-            self._informers[key] = inf  # type: ignore[index]
+            inf = Informer(self.client, gvr, namespace, label_selector, field_selector, self.resync,
+                           transform or self.transform, self.compact)
+            self._informers[key] = inf
         return inf
 
     def start(self) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..client import Client, InformerFactory
-from .acl import ClientACL
+from .acl import ClientACL, acl_view
 from .catalog import Catalog
 from .forward import Forwarder, node_resolvers
 from .records import ClusterZone
@@ -65,7 +65,7 @@ class ClusterDNS:
         acl = None
         if options.allow_networks is not None:
             acl = ClientACL(options.allow_networks)
-            self.informers.informer(NODES).add_handlers(acl.set_node, lambda _old, new: acl.set_node(new),
+            self.informers.informer(NODES, transform=acl_view).add_handlers(acl.set_node, lambda _old, new: acl.set_node(new),
                                                         acl.delete_node)
         self.server = DNSServer(self.zone, Forwarder(upstreams, options.forward_timeout),
                                 options.bind_address, options.port, acl=acl)

@@ -49,6 +49,21 @@ def node_contribution(n: dict[str, Any]) -> tuple[str, ...]:
     return tuple(ext or [a["address"] for a in addrs if a.get("type") == "InternalIP" and a.get("address")])
 
 
+def lb_view(node: dict[str, Any]) -> dict[str, Any]:
+    """What node_contribution reads of a Node, the informer's transform: the whole objects cost the
+    server ~24 KB a node (118 MiB at 5,000 simulated nodes), and a heartbeat changes none of this."""
+    md = node.get("metadata") or {}
+    status = node.get("status") or {}
+    labels = md.get("labels") or {}
+    return {"metadata": {"name": md.get("name"), "resourceVersion": md.get("resourceVersion"),
+                         "labels": {EXCLUDE_LABEL: labels[EXCLUDE_LABEL]} if EXCLUDE_LABEL in labels else {}},
+            "status": {"conditions": [{"type": "Ready", "status": c.get("status")}
+                                      for c in status.get("conditions") or () if c.get("type") == "Ready"],
+                       "addresses": [{"type": a.get("type"), "address": a.get("address")}
+                                     for a in status.get("addresses") or ()
+                                     if a.get("type") in ("ExternalIP", "InternalIP")]}}
+
+
 def _address_key(a: str) -> tuple[int, ipaddress.IPv4Address | ipaddress.IPv6Address]:
     ip = ipaddress.ip_address(a)
     return ip.version, ip  # IPv4 first: the two versions do not compare
@@ -100,7 +115,7 @@ class ServiceLB:
         self.client = client
         self.factory = InformerFactory(client)
         self.services = self.factory.informer(SERVICES)
-        self.nodes = self.factory.informer(NODES)
+        self.nodes = self.factory.informer(NODES, transform=lb_view)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.elector = LeaderElector(client, LEASE_NAME)
