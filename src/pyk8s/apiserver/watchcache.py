@@ -141,7 +141,7 @@ class CacheEvent:
         v = self._value
         if self.type == DELETED and self._prev_ev is not None:
             # the deleted object is its writer's with the deletion's revision (apply()): that event,
-            # which the history holds, is kept instead of a second copy (10,000 pods deleted: ~35 MB)
+            # which the history holds, is kept instead of a second copy of its stored value
             self._value = self._chunk = self._line = None
         elif self._chunk is not None:
             self._value = None
