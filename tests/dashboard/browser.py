@@ -165,7 +165,21 @@ class Browser:
                     return el
             return None
 
-        return wait(look, timeout, f"{css!r}" + (f" with text {text!r}" if text else ""))
+        try:
+            return wait(look, timeout, f"{css!r}" + (f" with text {text!r}" if text else ""))
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self._state()}") from None
+
+    def _state(self) -> str:
+        """What the page showed when a wait gave up: its address, text and console errors."""
+        from selenium.webdriver.common.by import By
+
+        try:
+            body = self.driver.find_element(By.TAG_NAME, "body").text
+            logs = [f"{e.get('level')} {e.get('message')}" for e in self.driver.get_log("browser")]
+            return (f"page {self.driver.current_url}:\n{body[:1500]}\nconsole:\n" + "\n".join(logs[-20:]))
+        except Exception as e:  # noqa: BLE001 (a browser that is gone says so)
+            return f"(no page state: {e})"
 
     def all(self, css: str) -> list[Any]:
         from selenium.webdriver.common.by import By
