@@ -11,6 +11,9 @@ export function usePath(): string {
   useEffect(() => {
     const on = () => setP(currentPath());
     addEventListener("hashchange", on);
+    // the hash may have changed between the first render and this effect (a page still starting
+    // on a loaded machine): that hashchange came before the listener, so read it again now
+    on();
     return () => removeEventListener("hashchange", on);
   }, []);
   return p;
