@@ -259,3 +259,31 @@ def test_scale_view_draws_every_node_and_recolours_a_scheduled_node(cluster: Clu
     c.kubectl("delete", "node", "dg-silent")
     browser.find(".scale-counts", text=f"{NODES} nodes: {NODES} Ready, 0 NotReady")
     assert not browser.console_errors()
+
+
+# Holds the page's effects back 3 s (preact runs them on the next animation frame or after 35 ms,
+# whichever comes first), as a loaded machine can: the window between a page's first render and
+# its hooks' subscriptions.
+SLOW_EFFECTS = """(() => {
+  const st = window.setTimeout.bind(window);
+  window.setTimeout = (f, ms, ...a) => st(f, ms === 35 ? 3000 : ms, ...a);
+  window.requestAnimationFrame = (f) => st(() => f(performance.now()), 3000);
+})();"""
+
+
+def test_a_route_changed_before_the_page_listens_is_still_followed(dashboard: Dashboard, browser: Browser):
+    """The address changes right after the shell's first render, before its hash listener exists (the
+    GPU page's tests did this after sign-in on a loaded CI machine): the page must follow the address
+    it shows, not stay on the route it first read."""
+    d = browser.driver
+    script = d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": SLOW_EFFECTS})
+    try:
+        browser.get(dashboard.url)  # a new document: the signed-in shell renders on the Overview route
+        browser.find("#current-user")
+        d.execute_script("location.hash = '#/scale'")
+        assert d.current_url.endswith("#/scale")
+        browser.find("h1#scale-title", timeout=15)
+        assert browser.absent("h1#overview-title")
+    finally:
+        d.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]})
+        browser.get(dashboard.url)
