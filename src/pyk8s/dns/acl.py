@@ -22,7 +22,7 @@ _NODE_IP_TYPES = ("InternalIP", "ExternalIP")
 
 def acl_view(node: dict[str, Any]) -> dict[str, Any]:
     """What set_node reads of a Node, the informer's transform (a whole Node held for its addresses
-    cost the server ~13 KB a node at 5,000 simulated nodes)."""
+    cost the server ~12 KB as dicts, 60 MiB at 5,000 simulated nodes)."""
     md = node.get("metadata") or {}
     return {"metadata": {"name": md.get("name"), "resourceVersion": md.get("resourceVersion")},
             "status": {"addresses": [{"type": a.get("type"), "address": a.get("address")}
