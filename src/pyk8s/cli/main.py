@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import os
 import signal
 import sys
@@ -184,7 +185,19 @@ def _server_parser(sub: Any) -> None:
     audit_options.add_flags(p)
 
 
+def _whole_lines() -> None:
+    """Each printed line leaves in one write. Unbuffered (PYTHONUNBUFFERED, -u), print() writes a line's
+    text and its newline apart, and a server shares its output with the children it starts: the
+    scheduler's "running" once landed inside the server's "API at https://...:PORT" line. Lines up to
+    PIPE_BUF bytes are then never split on a pipe."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.write_through:
+            with contextlib.suppress(ValueError, OSError):
+                stream.reconfigure(line_buffering=True, write_through=False)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _whole_lines()
     parser = argparse.ArgumentParser(prog="pyk8s", description="Kubernetes, written in Python.")
     parser.add_argument("--version", action="version", version=f"pyk8s {__version__} (Kubernetes {KUBERNETES_VERSION})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
