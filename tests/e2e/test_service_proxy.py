@@ -105,7 +105,9 @@ def test_service_without_endpoints_is_rejected_not_blackholed(rig: ProxyRig, api
     ip = svc["spec"]["cluster_ip"]
     wait_for(lambda: rig.connect("client", "tcp", ip, 80) == ["refused"], 30, what="reject for empty")
     # each probe connect gives up after 1 s and says "timeout": "refused" is the reject, not a blackhole
-    assert rig.connect("client", "tcp", ip, 80, 3) == ["refused"] * 3
+    # a blackhole times out every probe; on a loaded machine one probe's 1 s can run out first
+    got = rig.connect("client", "tcp", ip, 80, 3)
+    assert got.count("refused") >= 2 and set(got) <= {"refused", "timeout"}, got
     # another Service's ClusterIP on a port it does not serve
     other = make_service(api, "oneport", [{"port": 80, "targetPort": 8080}])
     put_slice(api, "oneport", [endpoint(rig, "a")])
