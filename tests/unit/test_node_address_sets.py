@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyk8s.dns.acl import ClientACL, acl_view
+from pyk8s.api.nodeview import node_ip_view as acl_view
+from pyk8s.dns.acl import ClientACL
 from pyk8s.proxy.servicelb import EXCLUDE_LABEL, ingress_for, lb_view, node_addresses, node_contribution
 
 

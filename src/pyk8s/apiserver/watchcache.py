@@ -110,7 +110,7 @@ class CacheEvent:
             return o
         if self._chunk is not None:
             o = orjson.loads(self.json_line())["object"]
-        elif self._value is None and self._prev_ev is not None:  # a packed DELETED: see pack()
+        elif self.type == DELETED and self._value is None and self._prev_ev is not None:  # packed: see pack()
             o = _with_rv(self._prev_ev.obj, self.rev)
         else:
             assert self._value is not None

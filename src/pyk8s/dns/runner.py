@@ -13,8 +13,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.nodeview import node_ip_view
 from ..client import Client, InformerFactory
-from .acl import ClientACL, acl_view
+from .acl import ClientACL
 from .catalog import Catalog
 from .forward import Forwarder, node_resolvers
 from .records import ClusterZone
@@ -65,8 +66,9 @@ class ClusterDNS:
         acl = None
         if options.allow_networks is not None:
             acl = ClientACL(options.allow_networks)
-            self.informers.informer(NODES, transform=acl_view).add_handlers(acl.set_node, lambda _old, new: acl.set_node(new),
-                                                        acl.delete_node)
+            # the ACL reads a Node's addresses only: the informer keeps those
+            nodes = self.informers.informer(NODES, transform=node_ip_view)
+            nodes.add_handlers(acl.set_node, lambda _old, new: acl.set_node(new), acl.delete_node)
         self.server = DNSServer(self.zone, Forwarder(upstreams, options.forward_timeout),
                                 options.bind_address, options.port, acl=acl)
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..api.errors import StatusError
+from ..api.nodeview import node_ip_view
 from ..client import Client
 from ..client.informer import InformerFactory
 from ..client.leaderelection import LeaderElector
@@ -50,19 +51,15 @@ def node_contribution(n: dict[str, Any]) -> tuple[str, ...]:
 
 
 def lb_view(node: dict[str, Any]) -> dict[str, Any]:
-    """What node_contribution reads of a Node, the informer's transform: whole Nodes cost the server
-    ~12 KB each as dicts (with the DNS server's copy, 118 MiB at 5,000 simulated nodes), and a
-    heartbeat changes none of this."""
-    md = node.get("metadata") or {}
-    status = node.get("status") or {}
-    labels = md.get("labels") or {}
-    return {"metadata": {"name": md.get("name"), "resourceVersion": md.get("resourceVersion"),
-                         "labels": {EXCLUDE_LABEL: labels[EXCLUDE_LABEL]} if EXCLUDE_LABEL in labels else {}},
-            "status": {"conditions": [{"type": "Ready", "status": c.get("status")}
-                                      for c in status.get("conditions") or () if c.get("type") == "Ready"],
-                       "addresses": [{"type": a.get("type"), "address": a.get("address")}
-                                     for a in status.get("addresses") or ()
-                                     if a.get("type") in ("ExternalIP", "InternalIP")]}}
+    """What node_contribution reads of a Node, the informer's transform (api/nodeview.py): its
+    addresses, the exclusion label and Ready; a heartbeat changes none of this."""
+    view = node_ip_view(node)
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    view["metadata"]["labels"] = {EXCLUDE_LABEL: labels[EXCLUDE_LABEL]} if EXCLUDE_LABEL in labels else {}
+    view["status"]["conditions"] = [{"type": "Ready", "status": c.get("status")}
+                                    for c in (node.get("status") or {}).get("conditions") or ()
+                                    if c.get("type") == "Ready"]
+    return view
 
 
 def _address_key(a: str) -> tuple[int, ipaddress.IPv4Address | ipaddress.IPv6Address]:
