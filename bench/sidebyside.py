@@ -130,13 +130,19 @@ def run_target(t: Target, args: argparse.Namespace, rid: str) -> dict[str, Any]:
                   idle_seconds=args.idle_seconds if args.idle_seconds is not None else max(0.5, 10 * args.scale),
                   timeout=args.timeout, log=lambda s: print(f"  [{t.label}]{s}", flush=True))
         try:
-            figures.update(asyncio.run(run.execute()))
+            figures.update(asyncio.run(_interruptible(run)))
+        except asyncio.CancelledError:
+            if not _INTERRUPTED.is_set():
+                raise
+            raise KeyboardInterrupt from None
         except Refused:
             raise
         except Exception as e:  # a phase that failed: recorded, the other targets and rounds go on
             figures.update(run.figures)
             figures["error"] = f"{type(e).__name__}: {e}"
             print(f"  [{t.label}] failed: {figures['error']}", flush=True)
+        if _INTERRUPTED.is_set():  # a cancellation some await swallowed: the run still ends as interrupted
+            raise KeyboardInterrupt
         return figures
     finally:
         if cluster is not None:
@@ -363,9 +369,26 @@ def targets_from(a: argparse.Namespace) -> list[Target]:
     return out
 
 
+# SIGTERM: set, and the running round's task cancelled (its clean-up, a finally, still runs). Not a SIGINT
+# sent to ourselves: a SIGINT ignored where we were started (SIG_IGN is inherited) would lose it.
+_INTERRUPTED = threading.Event()
+_RUNNING: list[Any] = []  # [loop, task] of the round in progress
+
+
+async def _interruptible(run: Run) -> dict[str, Any]:
+    _RUNNING[:] = [asyncio.get_running_loop(), asyncio.current_task()]
+    try:
+        return await run.execute()
+    finally:
+        _RUNNING.clear()
+
+
 def _interrupt(signum: int, frame: Any) -> None:
-    # SIGTERM as Ctrl-C: asyncio.run cancels the running phase and the run's clean-up (its finally) still runs
-    os.kill(os.getpid(), signal.SIGINT)
+    _INTERRUPTED.set()
+    if not _RUNNING:
+        raise KeyboardInterrupt  # starting or stopping a server, or printing: plain Python, stopped here
+    loop, task = _RUNNING
+    loop.call_soon_threadsafe(task.cancel)
 
 
 def main(argv: list[str] | None = None) -> int:
