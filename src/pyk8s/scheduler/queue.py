@@ -100,7 +100,10 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self._active: list[tuple[Any, int, str]] = []
         self._active_items: dict[str, QueuedPodInfo] = {}
+        # backoffQ as upstream's two heaps: pods rejected by plugins (popped early when activeQ is empty)
+        # and pods that failed with an error (no plugin rejected them; never popped before their time)
         self._backoff: list[tuple[float, Any, int, str]] = []
+        self._error_backoff: list[tuple[float, Any, int, str]] = []
         self._backoff_items: dict[str, QueuedPodInfo] = {}
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, int] = {}  # key -> index into _events when popped
@@ -156,7 +159,8 @@ class SchedulingQueue:
     def _push_backoff(self, qpi: QueuedPodInfo) -> None:
         qpi.seq = next(self._seq)
         self._backoff_items[qpi.key] = qpi
-        heapq.heappush(self._backoff, (self.backoff_expiry(qpi), self._sort_key(qpi), qpi.seq, qpi.key))
+        heapq.heappush(self._error_backoff if qpi.error else self._backoff,
+                       (self.backoff_expiry(qpi), self._sort_key(qpi), qpi.seq, qpi.key))
         self._wake()
 
     def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> bool:
@@ -340,29 +344,32 @@ class SchedulingQueue:
                 return qpi
         return None
 
+    def _head(self, heap: list[tuple[float, Any, int, str]]) -> tuple[float, Any, int, str] | None:
+        """The heap's first live entry (entries of pods moved or re-added since are dropped here)."""
+        while heap:
+            entry = heap[0]
+            qpi = self._backoff_items.get(entry[3])
+            if qpi is not None and qpi.seq == entry[2]:
+                return entry
+            heapq.heappop(heap)
+        return None
+
     def _pop_backoff(self, early: bool) -> QueuedPodInfo | None:
-        skipped = []
-        found = None
+        """The backoffQ pod whose backoff ends first, if it has ended; early: also a rejected pod
+        still backing off (upstream's popFromBackoffQ), never an errored one."""
         now = self.clock()
-        while self._backoff:
-            entry = self._backoff[0]
-            expiry, _, seq, key = entry
-            qpi = self._backoff_items.get(key)
-            if qpi is None or qpi.seq != seq:
-                heapq.heappop(self._backoff)
+        best: tuple[float, Any, int, str] | None = None
+        best_heap: list[tuple[float, Any, int, str]] | None = None
+        for heap in (self._backoff, self._error_backoff):
+            e = self._head(heap)
+            if e is None or (e[0] > now and not (early and heap is self._backoff)):
                 continue
-            if expiry > now and (not early or qpi.error):
-                if not early:
-                    break
-                skipped.append(heapq.heappop(self._backoff))
-                continue
-            heapq.heappop(self._backoff)
-            del self._backoff_items[key]
-            found = qpi
-            break
-        for e in skipped:
-            heapq.heappush(self._backoff, e)
-        return found
+            if best is None or e < best:
+                best, best_heap = e, heap
+        if best is None or best_heap is None:
+            return None
+        heapq.heappop(best_heap)
+        return self._backoff_items.pop(best[3])
 
     async def pop_wait(self, poll: float = 1.0) -> QueuedPodInfo:
         """Wait for a pod (flushing backoffQ as time passes)."""
@@ -457,14 +464,8 @@ class SchedulingQueue:
         self.flush_unschedulable_pods_leftover()
 
     def next_backoff_expiry(self) -> float | None:
-        while self._backoff:
-            expiry, _, seq, key = self._backoff[0]
-            qpi = self._backoff_items.get(key)
-            if qpi is None or qpi.seq != seq:
-                heapq.heappop(self._backoff)
-                continue
-            return expiry
-        return None
+        heads = [e[0] for e in (self._head(self._backoff), self._head(self._error_backoff)) if e is not None]
+        return min(heads) if heads else None
 
     # -- nominator --------------------------------------------------------------------------
 

@@ -148,6 +148,39 @@ def test_pop_from_backoff_when_active_is_empty(q):
     assert q.pop() is None
 
 
+class _CountingDict(dict):
+    gets = 0
+
+    def get(self, *a):
+        type(self).gets += 1
+        return super().get(*a)
+
+
+def test_errored_pods_backing_off_are_not_scanned_on_each_pop(q, clock):
+    """Pods with no rejecting plugin (an error, or no nodes at all) sit in backoffQ by the thousand: an early pop
+    takes the rejected pod at once, without walking past each errored one (that made every pop O(n))."""
+    q._backoff_items = _CountingDict()
+    errored = []
+    for i in range(500):
+        q.add(pod(f"e{i}"))
+        qpi = q.pop()
+        q.add_unschedulable_if_not_present(qpi, error=True)
+        errored.append(qpi)
+    q.add(pod("r"))
+    rejected = q.pop()
+    q.add_unschedulable_if_not_present(rejected, {"NodeResourcesFit"})
+    q.node_added(node("n2"))
+    assert q.where(rejected.key) == "backoff"
+    _CountingDict.gets = 0
+    assert q.pop() is rejected
+    assert q.pop() is None
+    assert _CountingDict.gets < 10
+    # their backoff over, the errored pods come back in the order they failed
+    clock.t += 2
+    assert [_name(q.pop()) for _ in range(3)] == ["e0", "e1", "e2"]
+    assert q.next_backoff_expiry() is None or q.next_backoff_expiry() <= clock.t
+
+
 def test_update_of_unschedulable_pod_uses_hints(q):
     p = pod("p", tolerations=[])
     q.add(p)
