@@ -137,9 +137,11 @@ def test_transcript_failed_scheduling_messages(fresh):
     lines = sorted(out.splitlines()[1:])
     assert lines == sorted(f"{name:<20}{msg}" for name, msg in TRANSCRIPT.items()), out
     for e in events(c, "FailedScheduling"):
-        assert e["type"] == "Warning"
-        assert e["source"]["component"] == "default-scheduler"
+        # events.k8s.io/v1, as kube-scheduler writes them: seen as core/v1, no source, no count
+        assert e["type"] == "Warning" and e["action"] == "Scheduling"
+        assert e["source"] == {} and "count" not in e and e["eventTime"]
         assert e["reportingComponent"] == "default-scheduler"
+        assert e["reportingInstance"].startswith("default-scheduler-")
         assert e["involvedObject"]["kind"] == "Pod"
     for name, msg in TRANSCRIPT.items():
         p = get(c, "pod", name)
@@ -183,6 +185,35 @@ def test_seed_002_master_taint_and_toleration(fresh):
     assert "reason" not in cond
 
 
+def test_repeated_failures_are_one_event_series_not_a_write_each(fresh):
+    """With no node at all a pod is retried with backoff (1, 2, 4, 8 s). As kube-scheduler's events.k8s.io
+    recorder: the first failure is an Event, the retry after the pod's status changed (a new
+    resourceVersion in the reference) a second one, the next repeat makes that a series (count 2, one
+    patch), and later repeats are only counted until the series is written again (6 or 30 minutes)."""
+    c = fresh
+    create(c, pod("lonely"))
+
+    def lonely() -> list[dict[str, Any]]:
+        return [e for e in get(c, "events.v1.events.k8s.io")["items"]
+                if e["reason"] == "FailedScheduling" and e["regarding"]["name"] == "lonely"]
+
+    series = wait_for(lambda: [e for e in lonely() if e.get("series")], 30, "a FailedScheduling series")
+    (ev,) = series
+    assert ev["series"]["count"] == 2 and ev["action"] == "Scheduling"
+    assert ev["reportingController"] == "default-scheduler" and ev["note"] == "no nodes available to schedule pods"
+    rv = ev["metadata"]["resourceVersion"]
+
+    time.sleep(6)  # the next retry (4 s of backoff after the third): counted, not written
+    after = lonely()
+    assert len(after) == 2, after  # the first (before the status patch) and the series
+    now = next(e for e in after if e.get("series"))
+    assert now["metadata"]["resourceVersion"] == rv and now["series"]["count"] == 2
+    # kubectl's core/v1 view of it
+    core = [e for e in events(c, "FailedScheduling") if e["involvedObject"]["name"] == "lonely"]
+    assert len(core) == 2 and all(e["source"] == {} and "count" not in e for e in core)
+    assert sum(1 for e in core if (e.get("series") or {}).get("count") == 2) == 1
+
+
 def test_scheduled_event_and_condition(fresh):
     c = fresh
     create(c, node("n1"), node("n2", cpu="8"))
@@ -194,7 +225,7 @@ def test_scheduled_event_and_condition(fresh):
     ev = wait_for(lambda: [e for e in events(c, "Scheduled") if e["involvedObject"]["name"] == "web"])
     e = ev[0]
     assert e["type"] == "Normal" and e["message"] == f"Successfully assigned default/web to {n}"
-    assert e["source"]["component"] == "default-scheduler" and e["reportingComponent"] == "default-scheduler"
+    assert e["source"] == {} and e["reportingComponent"] == "default-scheduler" and e["action"] == "Binding"
     desc = c.kubectl("describe", "pod", "web").stdout
     assert "Normal  Scheduled" in desc and f"Successfully assigned default/web to {n}" in desc
     # Pods for other schedulers are left alone, without events.

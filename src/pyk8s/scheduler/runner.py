@@ -8,6 +8,7 @@ As upstream's kube-scheduler (v1.33):
 - one scheduling loop pops pods and runs the scheduling cycle synchronously; a chosen node
   is *assumed* in the cache at once and the Binding is POSTed in the background, with many
   bindings in flight (bounded); a failed binding forgets the assumption and retries the pod;
+- events are events.k8s.io/v1 with series (client/events_v1.py), as kube-scheduler's;
 - a failure records a ``FailedScheduling`` Warning event with upstream's message and sets
   ``PodScheduled=False`` (reason ``Unschedulable`` or ``SchedulerError``) on the pod status;
   success records ``Scheduled``;
@@ -30,7 +31,8 @@ from typing import Any
 
 from ..api.errors import StatusError
 from ..api.timefmt import now_rfc3339
-from ..client import Client, EventRecorder, InformerFactory, LeaderElector, resource_path
+from ..client import Client, InformerFactory, LeaderElector, resource_path
+from ..client.events_v1 import EventsV1Recorder
 from ..client.informer import strip_managed_fields
 from .cache import Cache
 from .dra_binder import DRAView, bind_pod_claims
@@ -129,7 +131,8 @@ class SchedulerRunner:
                         pvs=lambda: list(self.pvs.store.values()), storage_class=self.storage_classes.get)
         self.scheduler = Scheduler(config, handle=handle)
         self.metrics: SchedulerMetrics | None = None  # scheduler_* (scheduler/metrics.py), once enable_metrics()
-        self.recorder = EventRecorder(client, COMPONENT)
+        # events.k8s.io/v1 with series, as kube-scheduler (a pod failing again and again is one Event and a count)
+        self.recorder = EventsV1Recorder(client, COMPONENT)
         self.elector: LeaderElector | None = None
         self.leading = False
         # Counters for tests and benchmarks.
@@ -388,7 +391,7 @@ class SchedulerRunner:
             self.bound += 1
             if self.metrics is not None:
                 self.metrics.bound(d.qpi)
-            self.recorder.event(_ref(p.pod), "Normal", "Scheduled",
+            self.recorder.event(_ref(p.pod), None, "Normal", "Scheduled", "Binding",
                                 f"Successfully assigned {p.namespace}/{p.name} to {d.node}")
             return
         self.bind_failures += 1
@@ -419,7 +422,8 @@ class SchedulerRunner:
         """Upstream handleSchedulingFailure: the event, then the PodScheduled condition and nomination."""
         from .messages import truncate_message
 
-        self.recorder.event(_ref(pod), "Warning", "FailedScheduling", event_message or truncate_message(message))
+        self.recorder.event(_ref(pod), None, "Warning", "FailedScheduling", "Scheduling",
+                            event_message or truncate_message(message))
         md = pod.get("metadata") or {}
         cur = self.pods.get(f"{md.get('namespace')}/{md.get('name')}")
         if cur is None or (cur.get("metadata") or {}).get("uid") != md.get("uid"):
@@ -461,7 +465,8 @@ class SchedulerRunner:
                     return
                 log.warning("preempting %s/%s: %s", v.namespace, v.name, e)
                 return
-            self.recorder.event(_ref(victim), "Normal", "Preempted", f"Preempted by pod {uid} on node {node}")
+            self.recorder.event(_ref(victim), _ref(preemptor), "Normal", "Preempted", "Preempting",
+                                f"Preempted by pod {uid} on node {node}")
 
         await asyncio.gather(*(evict(v) for v in d.victims))
 

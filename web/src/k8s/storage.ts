@@ -1,6 +1,7 @@
 // PersistentVolumeClaim facts as `kubectl get pvc` shows them, which pods use a claim, and why a
 // Pending claim waits (the latest event the binder or the provisioner wrote about it).
 import type { Obj } from "../store";
+import { lastSeen } from "./events";
 
 const MODES: Record<string, string> = {
   ReadWriteOnce: "RWO", ReadOnlyMany: "ROX", ReadWriteMany: "RWX", ReadWriteOncePod: "RWOP",
@@ -32,7 +33,7 @@ export function podsByClaim(pods: Obj[]): Map<string, string[]> {
 }
 
 function eventTime(e: Obj): number {
-  return Date.parse(e.lastTimestamp || e.eventTime || e.metadata?.creationTimestamp || 0) || 0;
+  return Date.parse(lastSeen(e) || "") || 0;
 }
 
 // the newest event about each claim, keyed "namespace/claim"

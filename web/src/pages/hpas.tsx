@@ -10,6 +10,7 @@ import { Actions } from "../components/actions";
 import { LineChart, type RefLine, type Series } from "../components/linechart";
 import { age, ageSeconds, Badge, Loading } from "../components/misc";
 import { type Column, Table } from "../components/table";
+import { lastSeen as evTime } from "../k8s/events";
 import { addUsage, formatValue, hpaRef, readings, record, samples } from "../k8s/hpa";
 import { formatCPU, parseQuantity } from "../k8s/quantity";
 import { AUTOSCALING } from "../k8s/resources";
@@ -127,10 +128,6 @@ function HpaCard({ hpa, events, now, mayMetrics }: { hpa: Obj; events: Obj[]; no
       ]} />
     </article>
   );
-}
-
-function evTime(e: Obj): string {
-  return e.lastTimestamp || e.eventTime || e.metadata?.creationTimestamp;
 }
 
 export function Hpas(_: PageProps) {

@@ -5,6 +5,7 @@ import { RES, resourcePath } from "../api";
 import { Bar } from "../components/bar";
 import { age, ageSeconds, Badge, Loading } from "../components/misc";
 import { Table } from "../components/table";
+import { lastSeen as eventTime } from "../k8s/events";
 import { isTerminated, podRequests } from "../k8s/pods";
 import { formatBytes, formatCPU, parseQuantity } from "../k8s/quantity";
 import type { PageProps } from "../routes";
@@ -113,9 +114,6 @@ export function Overview(_: PageProps) {
   );
 }
 
-function eventTime(e: Obj): string {
-  return e.lastTimestamp || e.eventTime || e.metadata?.creationTimestamp;
-}
 
 function readyOf(n: Obj): string {
   return (n.status?.conditions || []).find((c: Obj) => c.type === "Ready")?.status || "Unknown";

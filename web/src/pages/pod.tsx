@@ -4,6 +4,7 @@ import { RES, resourcePath } from "../api";
 import { Actions } from "../components/actions";
 import { age, ageSeconds, Badge, Loading } from "../components/misc";
 import { Table } from "../components/table";
+import { eventCount, lastSeen } from "../k8s/events";
 import { podStatus, restarts } from "../k8s/pods";
 import { href, navigate } from "../router";
 import type { PageProps } from "../routes";
@@ -45,7 +46,7 @@ export function PodPage({ params }: PageProps) {
   const mine = events.items.filter((e) => !e.involvedObject?.uid || e.involvedObject.uid === uid);
   const pending = pod.status?.phase === "Pending";
   const unschedulable = mine.filter((e) => e.reason === "FailedScheduling")
-    .sort((a, b) => ageSeconds(a.lastTimestamp || a.eventTime) - ageSeconds(b.lastTimestamp || b.eventTime));
+    .sort((a, b) => ageSeconds(lastSeen(a)) - ageSeconds(lastSeen(b)));
   const statuses = new Map<string, Obj>([...(pod.status?.initContainerStatuses || []),
     ...(pod.status?.containerStatuses || [])].map((c: Obj) => [c.name, c]));
   const containers = [...(pod.spec?.initContainers || []).map((c: Obj) => ({ ...c, init: true })),
@@ -98,11 +99,10 @@ export function PodPage({ params }: PageProps) {
       ]} />
       <h2>Events</h2>
       <Table label="Events" rows={mine} rowKey={objKey} initialSort="age" empty="No events." columns={[
-        { id: "age", title: "Age", value: (e) => ageSeconds(e.lastTimestamp || e.eventTime || e.metadata.creationTimestamp),
-          render: (e) => age(e.lastTimestamp || e.eventTime || e.metadata.creationTimestamp), numeric: true },
+        { id: "age", title: "Age", value: (e) => ageSeconds(lastSeen(e)), render: (e) => age(lastSeen(e)), numeric: true },
         { id: "type", title: "Type", value: (e) => e.type },
         { id: "reason", title: "Reason", value: (e) => e.reason },
-        { id: "count", title: "Count", value: (e) => e.count || 1, numeric: true },
+        { id: "count", title: "Count", value: eventCount, numeric: true },
         { id: "message", title: "Message", value: (e) => e.message || "" },
       ]} />
     </div>

@@ -1,0 +1,159 @@
+"""An events.k8s.io/v1 recorder with event series, as client-go's tools/events (kube-scheduler's).
+
+An event alike an earlier one (same type, action, reason, reporting controller and instance,
+regarding and related object: not the note) is not written again as a new Event:
+
+- the first is created;
+- the second turns it into a series: one patch, `series: {count: 2, lastObservedTime}`;
+- later ones only count in memory, and the series is written again every 30 minutes;
+- a series not observed for 6 minutes is written a last time and forgotten, and so is a
+  single event 6 minutes old.
+
+So a pod that fails scheduling again and again (a cluster without nodes retries it with
+backoff) costs at most two Event writes per pod object version, where the core/v1 recorder
+(events.py) patches every repeat. The regarding reference carries the object's
+resourceVersion, as client-go's does: a pod whose status changed starts a new Event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from ..api.errors import StatusError
+from ..klog import V2
+from .events import object_reference
+from .rest import Client
+
+log = logging.getLogger("pyk8s.events")
+
+EVENTS_V1 = ("events.k8s.io", "v1", "events")
+FINISH_SECONDS = 6 * 60  # client-go tools/events finishTime
+REFRESH_SECONDS = 30 * 60  # refreshTime
+
+
+def _micro_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _ref_key(ref: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(ref.items())) if ref else ()
+
+
+class EventsV1Recorder:
+    def __init__(self, client: Client, controller: str, clock: Any = time.monotonic) -> None:
+        self.client = client
+        self.controller = controller
+        self.instance = f"{controller}-{socket.gethostname()}"
+        self.clock = clock
+        # key -> [event as last written or to be written, monotonic time of its last observation]
+        self._cache: dict[tuple[Any, ...], list[Any]] = {}
+        self._pending: set[asyncio.Task[Any]] = set()
+        self._last_write: dict[str, asyncio.Task[Any]] = {}  # Event name -> its latest write
+        self._upkeep: asyncio.Task[None] | None = None
+
+    def event(self, regarding: dict[str, Any], related: dict[str, Any] | None, type: str, reason: str,
+              action: str, note: str) -> None:
+        """Record asynchronously (fire and forget, as upstream's broadcaster); repeats become a series."""
+        ref = object_reference(regarding)
+        rel = object_reference(related) if related else None
+        key = (type, action, reason, self.controller, self.instance, _ref_key(ref), _ref_key(rel))
+        now = _micro_now()
+        if log.isEnabledFor(V2):
+            log.log(V2, '"Event occurred" object="%s/%s" kind="%s" type="%s" reason="%s" action="%s" note="%s"',
+                    ref.get("namespace", ""), ref.get("name", ""), ref.get("kind", ""), type, reason, action, note)
+        hit = self._cache.get(key)
+        if hit is not None:
+            ev = hit[0]
+            hit[1] = self.clock()
+            series = ev.get("series")
+            if series is not None:
+                series["count"] += 1
+                series["lastObservedTime"] = now
+                return
+            ev["series"] = {"count": 2, "lastObservedTime": now}
+            self._submit(ev)
+            return
+        ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+              "metadata": {"name": f"{ref.get('name', 'unknown')}.{time.time_ns():x}"[:253],
+                           "namespace": ref.get("namespace") or "default"},
+              "eventTime": now, "reportingController": self.controller, "reportingInstance": self.instance,
+              "action": action, "reason": reason, "regarding": ref, "note": note, "type": type}
+        if rel:
+            ev["related"] = rel
+        self._cache[key] = [ev, self.clock()]
+        self._submit(ev)
+        if self._upkeep is None:
+            self._upkeep = asyncio.ensure_future(self._keep_up())
+
+    def _submit(self, ev: dict[str, Any]) -> None:
+        series = ev.get("series")
+        # what this write sends, fixed now: later repeats only count in the cached copy
+        snapshot = {**ev, "series": dict(series)} if series is not None else dict(ev)
+        name = ev["metadata"]["name"]
+        t = asyncio.ensure_future(self._write(snapshot, self._last_write.get(name)))
+        self._last_write[name] = t
+        self._pending.add(t)
+        t.add_done_callback(lambda done: self._written(name, done))
+
+    def _written(self, name: str, t: asyncio.Task[Any]) -> None:
+        self._pending.discard(t)
+        if self._last_write.get(name) is t:
+            del self._last_write[name]
+
+    async def _write(self, ev: dict[str, Any], before: asyncio.Task[Any] | None) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)  # a series patch must not overtake its create
+        ns = ev["metadata"]["namespace"]
+        try:
+            if ev.get("series") is not None:
+                try:
+                    await self.client.patch(EVENTS_V1, ev["metadata"]["name"], {"series": ev["series"]}, ns,
+                                            patch_type="strategic")
+                    return
+                except StatusError as e:
+                    if e.code != 404:
+                        raise
+                    # gone (its TTL) or its create never landed: created again, as upstream
+            await self.client.create(EVENTS_V1, ev, ns)
+        except Exception as e:  # events are best effort
+            log.debug("recording event %s %s: %s", ev.get("reason"), ev["regarding"].get("name"), e)
+
+    def upkeep(self) -> None:
+        """Write running series again (every REFRESH_SECONDS) and end the quiet ones (upstream's
+        refreshExistingEventSeries and finishSeries)."""
+        now = self.clock()
+        for key, (ev, seen) in list(self._cache.items()):
+            if now - seen >= FINISH_SECONDS:
+                if ev.get("series") is not None:
+                    self._submit(ev)  # its final count
+                del self._cache[key]
+
+    def refresh(self) -> None:
+        for ev, _ in self._cache.values():
+            if ev.get("series") is not None:
+                self._submit(ev)
+
+    async def _keep_up(self) -> None:
+        last_refresh = self.clock()
+        while True:
+            await asyncio.sleep(FINISH_SECONDS)
+            self.upkeep()
+            if self.clock() - last_refresh >= REFRESH_SECONDS:
+                last_refresh = self.clock()
+                self.refresh()
+
+    async def flush(self) -> None:
+        """Wait for the writes under way; the upkeep stops (a component calls this as it stops)."""
+        if self._upkeep is not None:
+            self._upkeep.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._upkeep
+            self._upkeep = None
+        if self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
