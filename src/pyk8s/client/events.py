@@ -12,6 +12,7 @@ import asyncio
 import logging
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +44,36 @@ def object_reference(obj: dict[str, Any], field_path: str = "") -> dict[str, Any
     return {k: v for k, v in ref.items() if v}
 
 
+class WritesInOrder:
+    """Fire-and-forget writes: those of one Event in call order (a patch must not overtake its
+    create), those of different Events at once."""
+
+    def __init__(self) -> None:
+        self._pending: set[asyncio.Task[Any]] = set()
+        self._last: dict[str, asyncio.Task[Any]] = {}  # Event name -> its latest write
+
+    def submit(self, name: str, write: Callable[[], Awaitable[None]]) -> None:
+        t = asyncio.ensure_future(self._after(self._last.get(name), write))
+        self._last[name] = t
+        self._pending.add(t)
+        t.add_done_callback(lambda done: self._done(name, done))
+
+    @staticmethod
+    async def _after(before: asyncio.Task[Any] | None, write: Callable[[], Awaitable[None]]) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)
+        await write()
+
+    def _done(self, name: str, t: asyncio.Task[Any]) -> None:
+        self._pending.discard(t)
+        if self._last.get(name) is t:
+            del self._last[name]
+
+    async def flush(self) -> None:
+        if self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+
 class EventRecorder:
     def __init__(self, client: Client, component: str, host: str = "", max_in_flight: int = 0) -> None:
         """`max_in_flight` > 0: at most that many Event writes at once, the rest queued in call order (upstream's
@@ -54,8 +85,7 @@ class EventRecorder:
         self.host = host
         self.instance = f"{component}-{socket.gethostname()}"
         self.correlator = EventCorrelator()
-        self._pending: set[asyncio.Task[Any]] = set()
-        self._last_write: dict[str, asyncio.Task[Any]] = {}  # Event name -> its latest write
+        self._writes = WritesInOrder()
 
     def event(self, obj: dict[str, Any], type: str, reason: str, message: str, field_path: str = "") -> None:
         """Record asynchronously (fire and forget, as upstream's broadcaster).
@@ -80,24 +110,12 @@ class EventRecorder:
         if log.isEnabledFor(V2):  # a component's per-object actions, as upstream's broadcaster logs its events
             log.log(V2, '"Event occurred" source="%s" object="%s/%s" kind="%s" type="%s" reason="%s" message="%s"',
                     self.component, ns, ref.get("name", ""), ref.get("kind", ""), type, reason, message)
-        name = c.event["metadata"]["name"]
-        t = asyncio.ensure_future(self._write(c, self._last_write.get(name)))
-        self._last_write[name] = t
-        self._pending.add(t)
-        t.add_done_callback(lambda done: self._written(name, done))
-
-    def _written(self, name: str, t: asyncio.Task[Any]) -> None:
-        self._pending.discard(t)
-        if self._last_write.get(name) is t:
-            del self._last_write[name]
+        self._writes.submit(c.event["metadata"]["name"], lambda: self._write(c))
 
     async def flush(self) -> None:
-        if self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        await self._writes.flush()
 
-    async def _write(self, c: Correlated, before: asyncio.Task[Any] | None) -> None:
-        if before is not None:
-            await asyncio.gather(before, return_exceptions=True)  # a patch must not overtake its create
+    async def _write(self, c: Correlated) -> None:
         if self._slots is None:
             await self._send(c)
             return
@@ -105,17 +123,23 @@ class EventRecorder:
             await self._send(c)
 
     async def _send(self, c: Correlated) -> None:
-        ev = c.event
-        ns = ev["metadata"]["namespace"]
-        try:
-            if c.patch is not None:
-                try:
-                    await self.client.patch(EVENTS, ev["metadata"]["name"], c.patch, ns)
-                    return
-                except StatusError as e:
-                    if e.code != 404:
-                        raise
-                    # removed meanwhile (TTL, or the create never landed): create it again, as upstream
-            await self.client.create(EVENTS, ev, ns)
-        except Exception as e:  # events are best effort
-            log.debug("recording event %s %s: %s", ev.get("reason"), ev["involvedObject"].get("name"), e)
+        await patch_or_create(self.client, EVENTS, c.event, c.patch)
+
+
+async def patch_or_create(client: Client, gvr: tuple[str, str, str], ev: dict[str, Any], patch: Any,
+                          patch_type: str = "merge") -> None:
+    """Patch the Event (patch not None), or create it: also when the patch finds it gone (its TTL, or
+    its create never landed), as upstream's sinks do. Best effort: a failure is logged, not raised."""
+    ns = ev["metadata"]["namespace"]
+    try:
+        if patch is not None:
+            try:
+                await client.patch(gvr, ev["metadata"]["name"], patch, ns, patch_type=patch_type)
+                return
+            except StatusError as e:
+                if e.code != 404:
+                    raise
+        await client.create(gvr, ev, ns)
+    except Exception as e:
+        regarding = ev.get("involvedObject") or ev.get("regarding") or {}
+        log.debug("recording event %s %s: %s", ev.get("reason"), regarding.get("name"), e)

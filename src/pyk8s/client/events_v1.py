@@ -25,9 +25,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from ..api.errors import StatusError
 from ..klog import V2
-from .events import object_reference
+from .events import WritesInOrder, object_reference, patch_or_create
 from .rest import Client
 
 log = logging.getLogger("pyk8s.events")
@@ -53,8 +52,7 @@ class EventsV1Recorder:
         self.clock = clock
         # key -> [event as last written or to be written, monotonic time of its last observation]
         self._cache: dict[tuple[Any, ...], list[Any]] = {}
-        self._pending: set[asyncio.Task[Any]] = set()
-        self._last_write: dict[str, asyncio.Task[Any]] = {}  # Event name -> its latest write
+        self._writes = WritesInOrder()
         self._upkeep: asyncio.Task[None] | None = None
 
     def event(self, regarding: dict[str, Any], related: dict[str, Any] | None, type: str, reason: str,
@@ -95,34 +93,12 @@ class EventsV1Recorder:
         series = ev.get("series")
         # what this write sends, fixed now: later repeats only count in the cached copy
         snapshot = {**ev, "series": dict(series)} if series is not None else dict(ev)
-        name = ev["metadata"]["name"]
-        t = asyncio.ensure_future(self._write(snapshot, self._last_write.get(name)))
-        self._last_write[name] = t
-        self._pending.add(t)
-        t.add_done_callback(lambda done: self._written(name, done))
+        self._writes.submit(ev["metadata"]["name"], lambda: self._write(snapshot))
 
-    def _written(self, name: str, t: asyncio.Task[Any]) -> None:
-        self._pending.discard(t)
-        if self._last_write.get(name) is t:
-            del self._last_write[name]
-
-    async def _write(self, ev: dict[str, Any], before: asyncio.Task[Any] | None) -> None:
-        if before is not None:
-            await asyncio.gather(before, return_exceptions=True)  # a series patch must not overtake its create
-        ns = ev["metadata"]["namespace"]
-        try:
-            if ev.get("series") is not None:
-                try:
-                    await self.client.patch(EVENTS_V1, ev["metadata"]["name"], {"series": ev["series"]}, ns,
-                                            patch_type="strategic")
-                    return
-                except StatusError as e:
-                    if e.code != 404:
-                        raise
-                    # gone (its TTL) or its create never landed: created again, as upstream
-            await self.client.create(EVENTS_V1, ev, ns)
-        except Exception as e:  # events are best effort
-            log.debug("recording event %s %s: %s", ev.get("reason"), ev["regarding"].get("name"), e)
+    async def _write(self, ev: dict[str, Any]) -> None:
+        series = ev.get("series")
+        await patch_or_create(self.client, EVENTS_V1, ev, {"series": series} if series is not None else None,
+                              patch_type="strategic")
 
     def upkeep(self) -> None:
         """Write running series again (every REFRESH_SECONDS) and end the quiet ones (upstream's
@@ -155,5 +131,4 @@ class EventsV1Recorder:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._upkeep
             self._upkeep = None
-        if self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        await self._writes.flush()
