@@ -62,8 +62,8 @@ def test_first_is_created_second_makes_a_series_later_ones_only_count() -> None:
     assert ev["reportingController"] == "default-scheduler" and ev["reportingInstance"].startswith("default-scheduler-")
     assert ev["regarding"]["resourceVersion"] == "7" and "series" not in ev
     assert name == ev["metadata"]["name"] and patch["series"]["count"] == 2  # sent as it was then
-    ((cached, _),) = r._cache.values()
-    assert cached["series"]["count"] == 6  # counted in memory only
+    (cached,) = r._cache.values()
+    assert cached.event()["series"]["count"] == 6  # counted in memory only
 
 
 def test_a_new_resource_version_or_related_object_is_another_event() -> None:

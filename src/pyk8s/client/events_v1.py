@@ -25,6 +25,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from ..klog import V2
 from .events import WritesInOrder, object_reference, patch_or_create
 from .rest import Client
@@ -40,8 +42,29 @@ def _micro_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _ref_key(ref: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(ref.items())) if ref else ()
+_REF_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+
+
+def _ref_key(ref: dict[str, Any] | None) -> str:
+    return "\x1f".join(str(ref.get(f, "")) for f in _REF_FIELDS) if ref else ""
+
+
+class _Seen:
+    """A cached Event, compact: thousands are held for 6 minutes (one per pod scheduled). Its body as
+    JSON (decoded again only to write a series), its series while it has one."""
+
+    __slots__ = ("body", "series", "seen")
+
+    def __init__(self, ev: dict[str, Any], seen: float) -> None:
+        self.body = memoryview(orjson.dumps(ev)).tobytes()  # orjson's own buffer is several times larger
+        self.series: dict[str, Any] | None = None
+        self.seen = seen
+
+    def event(self) -> dict[str, Any]:
+        ev: dict[str, Any] = orjson.loads(self.body)
+        if self.series is not None:
+            ev["series"] = dict(self.series)
+        return ev
 
 
 class EventsV1Recorder:
@@ -50,8 +73,9 @@ class EventsV1Recorder:
         self.controller = controller
         self.instance = f"{controller}-{socket.gethostname()}"
         self.clock = clock
-        # key -> [event as last written or to be written, monotonic time of its last observation]
-        self._cache: dict[tuple[Any, ...], list[Any]] = {}
+        # upstream's key (type, action, reason, reporting controller and instance, regarding, related):
+        # the last two are this recorder's own
+        self._cache: dict[str, _Seen] = {}
         self._writes = WritesInOrder()
         self._upkeep: asyncio.Task[None] | None = None
 
@@ -60,22 +84,20 @@ class EventsV1Recorder:
         """Record asynchronously (fire and forget, as upstream's broadcaster); repeats become a series."""
         ref = object_reference(regarding)
         rel = object_reference(related) if related else None
-        key = (type, action, reason, self.controller, self.instance, _ref_key(ref), _ref_key(rel))
+        key = "\x1e".join((type, action, reason, _ref_key(ref), _ref_key(rel)))
         now = _micro_now()
         if log.isEnabledFor(V2):
             log.log(V2, '"Event occurred" object="%s/%s" kind="%s" type="%s" reason="%s" action="%s" note="%s"',
                     ref.get("namespace", ""), ref.get("name", ""), ref.get("kind", ""), type, reason, action, note)
         hit = self._cache.get(key)
         if hit is not None:
-            ev = hit[0]
-            hit[1] = self.clock()
-            series = ev.get("series")
-            if series is not None:
-                series["count"] += 1
-                series["lastObservedTime"] = now
+            hit.seen = self.clock()
+            if hit.series is not None:
+                hit.series["count"] += 1
+                hit.series["lastObservedTime"] = now
                 return
-            ev["series"] = {"count": 2, "lastObservedTime": now}
-            self._submit(ev)
+            hit.series = {"count": 2, "lastObservedTime": now}
+            self._submit(hit.event())
             return
         ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
               "metadata": {"name": f"{ref.get('name', 'unknown')}.{time.time_ns():x}"[:253],
@@ -84,16 +106,14 @@ class EventsV1Recorder:
               "action": action, "reason": reason, "regarding": ref, "note": note, "type": type}
         if rel:
             ev["related"] = rel
-        self._cache[key] = [ev, self.clock()]
+        self._cache[key] = _Seen(ev, self.clock())
         self._submit(ev)
         if self._upkeep is None:
             self._upkeep = asyncio.ensure_future(self._keep_up())
 
     def _submit(self, ev: dict[str, Any]) -> None:
-        series = ev.get("series")
-        # what this write sends, fixed now: later repeats only count in the cached copy
-        snapshot = {**ev, "series": dict(series)} if series is not None else dict(ev)
-        self._writes.submit(ev["metadata"]["name"], lambda: self._write(snapshot))
+        """ev: what this write sends, a copy of its own (later repeats count in the cache only)."""
+        self._writes.submit(ev["metadata"]["name"], lambda: self._write(ev))
 
     async def _write(self, ev: dict[str, Any]) -> None:
         series = ev.get("series")
@@ -104,16 +124,16 @@ class EventsV1Recorder:
         """Write running series again (every REFRESH_SECONDS) and end the quiet ones (upstream's
         refreshExistingEventSeries and finishSeries)."""
         now = self.clock()
-        for key, (ev, seen) in list(self._cache.items()):
-            if now - seen >= FINISH_SECONDS:
-                if ev.get("series") is not None:
-                    self._submit(ev)  # its final count
+        for key, hit in list(self._cache.items()):
+            if now - hit.seen >= FINISH_SECONDS:
+                if hit.series is not None:
+                    self._submit(hit.event())  # its final count
                 del self._cache[key]
 
     def refresh(self) -> None:
-        for ev, _ in self._cache.values():
-            if ev.get("series") is not None:
-                self._submit(ev)
+        for hit in self._cache.values():
+            if hit.series is not None:
+                self._submit(hit.event())
 
     async def _keep_up(self) -> None:
         last_refresh = self.clock()
