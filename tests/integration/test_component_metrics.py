@@ -83,7 +83,10 @@ def test_in_process_scheduler_and_controllers_on_server_metrics(cluster: Cluster
     # "too-big" waits: unschedulable, or in backoff/active while a cluster event retries it
     assert sum(value(text, "scheduler_pending_pods", queue=q) for q in ("active", "backoff", "unschedulable")) == 1
     assert value(text, "scheduler_pending_pods", queue="gated") == 0
-    assert value(text, "scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") >= 3
+    assert value(text, "scheduler_pod_scheduling_sli_duration_seconds_count") >= 3
+    # the Deployment's two pods came after the node, at their first attempt; "fits" came in the node's own
+    # List, and the scheduler may see it before the node (no nodes yet: a retry after backoff, as upstream)
+    assert value(text, "scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") >= 2
     assert value(text, "scheduler_scheduling_attempt_duration_seconds_count", result="scheduled") >= 3
     assert value(text, "scheduler_framework_extension_point_duration_seconds_count", extension_point="PreFilter",
                  status="Success", profile="default-scheduler") >= 3
