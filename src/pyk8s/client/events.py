@@ -13,10 +13,10 @@ import logging
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from ..api.errors import StatusError
+from ..api.timefmt import now_rfc3339
 from ..klog import V2
 from .events_cache import Correlated, EventCorrelator
 from .rest import Client
@@ -26,12 +26,6 @@ log = logging.getLogger("pyk8s.events")
 EVENTS = ("", "v1", "events")
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _micro_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def object_reference(obj: dict[str, Any], field_path: str = "") -> dict[str, Any]:
@@ -95,7 +89,7 @@ class EventRecorder:
         """
         ref = object_reference(obj, field_path)
         ns = ref.get("namespace") or "default"
-        now = _now()
+        now = now_rfc3339()
         body = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{ref.get('name', 'unknown')}.{time.time_ns():x}"[:253], "namespace": ns},

@@ -22,11 +22,11 @@ import contextlib
 import logging
 import socket
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
+from ..api.timefmt import now_micro
 from ..klog import V2
 from .events import WritesInOrder, object_reference, patch_or_create
 from .rest import Client
@@ -37,9 +37,6 @@ EVENTS_V1 = ("events.k8s.io", "v1", "events")
 FINISH_SECONDS = 6 * 60  # client-go tools/events finishTime
 REFRESH_SECONDS = 30 * 60  # refreshTime
 
-
-def _micro_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 _REF_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
@@ -85,7 +82,7 @@ class EventsV1Recorder:
         ref = object_reference(regarding)
         rel = object_reference(related) if related else None
         key = "\x1e".join((type, action, reason, _ref_key(ref), _ref_key(rel)))
-        now = _micro_now()
+        now = now_micro()
         if log.isEnabledFor(V2):
             log.log(V2, '"Event occurred" object="%s/%s" kind="%s" type="%s" reason="%s" action="%s" note="%s"',
                     ref.get("namespace", ""), ref.get("name", ""), ref.get("kind", ""), type, reason, action, note)

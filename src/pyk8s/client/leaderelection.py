@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..api.errors import StatusError
+from ..api.timefmt import now_micro
 from .rest import Client
 
 log = logging.getLogger("pyk8s.leaderelection")
@@ -27,9 +28,6 @@ def default_identity() -> str:
     """`<hostname>_<uuid>`, as kube-controller-manager and kube-scheduler name their lease holders."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
-
-def _micro_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse(ts: str | None) -> float:
@@ -55,7 +53,7 @@ class LeaderElector:
 
     async def _try(self) -> bool:
         lease = await self.client.get_or_none(LEASES, self.name, self.namespace)
-        now = _micro_now()
+        now = now_micro()
         if lease is None:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace},
@@ -133,7 +131,7 @@ class LeaderElector:
             spec = dict((lease or {}).get("spec") or {})
             if lease is None or spec.get("holderIdentity") != self.identity:
                 return
-            now = _micro_now()
+            now = now_micro()
             spec.pop("holderIdentity", None)
             lease["spec"] = {**spec, "leaseDurationSeconds": 1, "renewTime": now, "acquireTime": now}
             await self.client.update(LEASES, lease)
