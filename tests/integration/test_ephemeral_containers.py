@@ -110,11 +110,17 @@ def test_invalid_additions_are_refused(v1, bad, field, reason):
 def test_put_adds_and_a_stale_resource_version_conflicts(v1):
     from kubernetes.client import ApiException
 
-    pod = v1.read_namespaced_pod_ephemeralcontainers("p", NS)
-    body = v1.api_client.sanitize_for_serialization(pod)
-    body["spec"]["ephemeralContainers"].append({"name": "put1", "image": "busybox:1.37"})
-    body["spec"]["containers"][0]["image"] = "ignored"
-    got = v1.replace_namespaced_pod_ephemeralcontainers("p", NS, body)
+    for _ in range(5):  # read, change, replace; again if the scheduler wrote the pod's status in between
+        pod = v1.read_namespaced_pod_ephemeralcontainers("p", NS)
+        body = v1.api_client.sanitize_for_serialization(pod)
+        body["spec"]["ephemeralContainers"].append({"name": "put1", "image": "busybox:1.37"})
+        body["spec"]["containers"][0]["image"] = "ignored"
+        try:
+            got = v1.replace_namespaced_pod_ephemeralcontainers("p", NS, body)
+            break
+        except ApiException as conflict:
+            if conflict.status != 409:
+                raise
     assert [e.name for e in got.spec.ephemeral_containers] == ["dbg", "dbg2", "put1"]
     assert got.spec.containers[0].image == "busybox"
     body["spec"]["ephemeralContainers"].append({"name": "put2", "image": "busybox:1.37"})
